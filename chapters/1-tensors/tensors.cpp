@@ -1,0 +1,92 @@
+// Chapter 1 — your implementation. Replace each WB_STUB() with the body; the spec of every
+// function is its comment in tensors.hpp, the ideas are in README.md.
+// Check your work with:  ctest --preset student -L chapter1
+#include "1-tensors/tensors.hpp"
+
+#include <xtensor/xview.hpp>
+
+namespace wb {
+inline namespace WB_IMPL {
+
+Tensor2 last_token(const Tensor3& x) {
+    // Hint: xt::view(x, xt::all(), T - 1, xt::all()) — an integer index drops the axis.
+    (void)x;
+    WB_STUB();
+}
+
+Tensor3 last_token_keep(const Tensor3& x) {
+    // Hint: xt::range(T - 1, T) keeps the axis, with size 1.
+    (void)x;
+    WB_STUB();
+}
+
+Tensor3 drop_last_token(const Tensor3& x) {
+    (void)x;
+    WB_STUB();
+}
+
+Tensor4 split_heads(const Tensor3& x, std::size_t H) {
+    // Hint: reshape to [B, T, H, d], then xt::transpose(..., {0, 2, 1, 3}).
+    (void)x, (void)H;
+    WB_STUB();
+}
+
+Tensor3 merge_heads(const Tensor4& x) {
+    (void)x;
+    WB_STUB();
+}
+
+Tensor4 transpose_last2(const Tensor4& k) {
+    (void)k;
+    WB_STUB();
+}
+
+float dot(const Tensor1& q, const Tensor1& k) {
+    (void)q, (void)k;
+    WB_STUB();
+}
+
+Tensor4 matmul(const Tensor4& a, const Tensor4& b) {
+    // Hint: loop over (b, h) and multiply the 2-D slices, e.g. with xt::linalg::dot.
+    (void)a, (void)b;
+    WB_STUB();
+}
+
+Array softmax(const Array& x) {
+    // Hint: evaluate the row maximum into a tensor before subtracting it (see README.md).
+    (void)x;
+    WB_STUB();
+}
+
+Array mean(const Array& x, int axis, bool keepdims) {
+    (void)x, (void)axis, (void)keepdims;
+    WB_STUB();
+}
+
+Array var(const Array& x, int axis, int correction, bool keepdims) {
+    (void)x, (void)axis, (void)correction, (void)keepdims;
+    WB_STUB();
+}
+
+Array cat(const std::vector<Array>& xs, int axis) {
+    (void)xs, (void)axis;
+    WB_STUB();
+}
+
+Array stack(const std::vector<Array>& xs, int axis) {
+    (void)xs, (void)axis;
+    WB_STUB();
+}
+
+float max_abs_diff(const Array& a, const Array& b) {
+    (void)a, (void)b;
+    WB_STUB();
+}
+
+bool allclose(const Array& a, const Array& b, float rtol, float atol) {
+    (void)a, (void)b, (void)rtol, (void)atol;
+    WB_STUB();
+}
+
+}  // namespace WB_IMPL
+}  // namespace wb

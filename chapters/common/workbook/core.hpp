@@ -1,0 +1,122 @@
+/// @file core.hpp
+/// @brief What every chapter shares: tensor types, the exceptions, and argument checks.
+///
+/// This file is given, not an exercise. Chapters include it through their own header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+
+/// @def WB_IMPL
+/// The inline namespace that holds one implementation of the exercises.
+///
+/// Every chapter declares its functions inside `namespace wb { inline namespace WB_IMPL {`.
+/// You call them as `wb::softmax(...)` and never see this name. It exists so that a benchmark
+/// can link your version (`WB_IMPL = impl`) and the reference (`WB_IMPL = reference`) into one
+/// program and time them side by side.
+#ifndef WB_IMPL
+#define WB_IMPL impl
+#endif
+
+/// Everything in the workbook lives in namespace `wb`.
+namespace wb {
+
+using Tensor1 = xt::xtensor<float, 1>;  ///< a vector, e.g. one token's features `[D]`
+using Tensor2 = xt::xtensor<float, 2>;  ///< a matrix, e.g. `[T, D]` or a weight `[out, in]`
+using Tensor3 = xt::xtensor<float, 3>;  ///< a batch of sequences `[B, T, D]`
+using Tensor4 = xt::xtensor<float, 4>;  ///< a batch of heads `[B, H, T, d]`
+using Array = xt::xarray<float>;        ///< a tensor of any rank (chapter 1's general tools)
+using TokenIds = xt::xtensor<std::int64_t, 2>;  ///< token ids `[B, T]`, each in `[0, V)`
+using Shape = std::vector<std::size_t>;          ///< a shape, outermost axis first
+
+/// Thrown by every stub: the exercise named in the message is still to be written.
+struct NotImplemented : std::logic_error {
+    using std::logic_error::logic_error;
+};
+
+/// Bad input: a function received something it cannot work with.
+/// The message names the function, what it got and what it expected.
+struct InvalidInput : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+/// Bad input of the wrong rank or shape (a mismatched axis, `D % H != 0`, an empty tensor).
+struct ShapeError : InvalidInput {
+    using InvalidInput::InvalidInput;
+};
+
+/// Bad input of the right shape but a wrong value (a token id out of range, a negative position).
+struct ValueError : InvalidInput {
+    using InvalidInput::InvalidInput;
+};
+
+/// Formats a shape as `[2, 4, 8]`.
+template <class S>
+std::string shape_str(const S& shape) {
+    std::ostringstream out;
+    out << '[';
+    bool first = true;
+    for (auto n : shape) {
+        out << (first ? "" : ", ") << n;
+        first = false;
+    }
+    out << ']';
+    return out.str();
+}
+
+/// Builds the message of a stub: which function, which file to open.
+inline std::string not_implemented_message(const char* function, const char* file, int line) {
+    std::string path = file;
+    for (const char* root : {"chapters/", "solutions/"}) {
+        auto at = path.rfind(root);
+        if (at != std::string::npos) {
+            path = path.substr(at);
+            break;
+        }
+    }
+    return std::string("wb::") + function + " is not implemented yet: write its body in " + path +
+           ":" + std::to_string(line) + " (the chapter's README.md explains the task)";
+}
+
+/// Raises a ShapeError from `function` unless `x` has exactly the shape `expected`.
+/// `what` names the argument and its axes, e.g. `"x [B, T, D]"`.
+template <class E>
+void require_shape(const char* function, const char* what, const E& x, const Shape& expected) {
+    const Shape got(x.shape().begin(), x.shape().end());
+    if (got != expected) {
+        throw ShapeError(std::string(function) + ": " + what + " has shape " + shape_str(got) +
+                         ", expected " + shape_str(expected));
+    }
+}
+
+/// Raises a ShapeError from `function` unless axis `axis` of `x` has size `expected`.
+template <class E>
+void require_axis(const char* function, const char* what, const E& x, std::size_t axis,
+                  std::size_t expected) {
+    if (x.dimension() <= axis || x.shape()[axis] != expected) {
+        throw ShapeError(std::string(function) + ": " + what + " has shape " +
+                         shape_str(x.shape()) + ", expected axis " + std::to_string(axis) +
+                         " to be " + std::to_string(expected));
+    }
+}
+
+/// Raises a ShapeError from `function` if `x` has no elements.
+template <class E>
+void require_nonempty(const char* function, const char* what, const E& x) {
+    if (x.size() == 0) {
+        throw ShapeError(std::string(function) + ": " + what + " has shape " +
+                         shape_str(x.shape()) + ", expected at least one element");
+    }
+}
+
+}  // namespace wb
+
+/// Body of every stub: throws wb::NotImplemented naming this function and this file.
+#define WB_STUB() throw ::wb::NotImplemented(::wb::not_implemented_message(__func__, __FILE__, __LINE__))

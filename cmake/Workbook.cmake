@@ -1,0 +1,83 @@
+# The workbook's build mechanism: one library per chapter, compiled from the student's stub or
+# from the reference, and one Catch2 test program per chapter labelled with the chapter.
+
+set(WB_CHAPTERS "" CACHE INTERNAL "labels of the chapters found, in course order")
+
+# True when chapter LABEL (e.g. chapter3) is selected to come from solutions/.
+function(wb_uses_reference label out)
+  set(selected ${WB_REFERENCE})
+  string(TOLOWER "${selected}" selected)
+  string(REGEX REPLACE "^chapter" "" number "${label}")
+  if(selected STREQUAL "all")
+    set(${out} TRUE PARENT_SCOPE)
+  elseif(label IN_LIST selected OR number IN_LIST selected)
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on:
+#   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp
+#   tests    test_<label>     tests/<folder>/*.cpp, each TEST_CASE a ctest test labelled <label>
+# WB_IMPL_DIR_<label> (a cache path) replaces the source folder: the mutant and grading tools
+# use it to compile a modified copy of a chapter.
+function(wb_chapter label folder)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS")
+  set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
+  if(NOT EXISTS ${stub_dir})
+    return()
+  endif()
+  set(ref_dir ${CMAKE_CURRENT_SOURCE_DIR}/solutions/${folder})
+
+  wb_uses_reference(${label} use_ref)
+  if(WB_IMPL_DIR_${label})
+    set(src_dir ${WB_IMPL_DIR_${label}})
+    set(kind "override ${src_dir}")
+  elseif(use_ref)
+    set(src_dir ${ref_dir})
+    set(kind "reference")
+  else()
+    set(src_dir ${stub_dir})
+    set(kind "student")
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
+  if(NOT sources)
+    message(FATAL_ERROR "${label}: no .cpp files in ${src_dir}")
+  endif()
+  message(STATUS "${label} (${folder}): ${kind}")
+
+  add_library(wb_${label} STATIC ${sources})
+  list(TRANSFORM arg_DEPENDS PREPEND wb_ OUTPUT_VARIABLE dependencies)
+  target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE wb_warnings)
+  set_property(GLOBAL PROPERTY WB_KIND_${label} ${kind})
+
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${folder}/*.cpp)
+  if(tests)
+    add_executable(test_${label} ${tests})
+    target_link_libraries(test_${label} PRIVATE wb_${label} wb_test_support
+                          Catch2::Catch2WithMain wb_warnings)
+    catch_discover_tests(test_${label} TEST_PREFIX "${label}: " PROPERTIES LABELS ${label})
+  endif()
+
+  set(WB_CHAPTERS ${WB_CHAPTERS} ${label} CACHE INTERNAL "")
+  set(WB_FOLDER_${label} ${folder} CACHE INTERNAL "")
+endfunction()
+
+# Stubs never drift from solutions: every chapter has the same .cpp files in chapters/ and
+# solutions/ (the link of the student and solutions presets then proves each function exists).
+function(wb_check_reference_names)
+  foreach(label IN LISTS WB_CHAPTERS)
+    set(folder ${WB_FOLDER_${label}})
+    file(GLOB stub RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder}
+         ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder}/*.cpp)
+    file(GLOB ref RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}/solutions/${folder}
+         ${CMAKE_CURRENT_SOURCE_DIR}/solutions/${folder}/*.cpp)
+    list(SORT stub)
+    list(SORT ref)
+    if(NOT stub STREQUAL ref)
+      message(FATAL_ERROR "${label}: chapters/${folder} has [${stub}] but solutions/${folder} "
+                          "has [${ref}]; a stub and its reference must share file names")
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,105 @@
+// Test support shared by every chapter's checks.
+//
+// A failing check must tell the student three things: what was expected, what came out, and
+// the likely mistake. These helpers do that for whole tensors:
+//
+//   WB_CHECK_SHAPE(y, (wb::Shape{2, 4, 8}), "split_heads must give [B, H, T, d]");
+//   WB_CHECK_CLOSE(y, expected, 1e-5, "did you subtract the row maximum?");
+//   WB_CHECK_THROWS(wb::ShapeError, wb::split_heads(x, 3), "hint", "split_heads", "[2, 4, 8]");
+//
+// WB_CHECK_THROWS requires the exact exception type (a stub's wb::NotImplemented never
+// satisfies it) and a message that names every string listed after the hint.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "workbook/core.hpp"
+
+namespace wbtest {
+
+/// A flattened copy of a tensor in row-major order, with its shape.
+struct Flat {
+    wb::Shape shape;
+    std::vector<double> values;
+};
+
+template <class E>
+Flat flatten(const E& e) {
+    Flat f;
+    f.shape.assign(e.shape().begin(), e.shape().end());
+    f.values.reserve(e.size());
+    for (const auto& v : e) f.values.push_back(static_cast<double>(v));
+    return f;
+}
+
+/// Empty when `actual` matches `expected` within `atol + rtol·|expected|` everywhere,
+/// otherwise a report naming the worst index, both values and the hint.
+std::optional<std::string> compare(const Flat& actual, const Flat& expected, double atol,
+                                   double rtol, const std::string& hint);
+
+/// Empty when the shapes agree, otherwise a report.
+std::optional<std::string> compare_shape(const wb::Shape& actual, const wb::Shape& expected,
+                                         const std::string& hint);
+
+/// Empty when `message` contains every string of `parts`, otherwise a report.
+std::optional<std::string> message_names(const std::string& message,
+                                         const std::vector<std::string>& parts,
+                                         const std::string& hint);
+
+/// Seeded standard-normal tensor of any shape, the `torch.randn` of the checks.
+template <class T>
+T randn(const typename T::shape_type& shape, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    T t(shape);
+    for (auto& v : t) v = normal(gen);
+    return t;
+}
+
+/// Index string `[1, 2, 0]` of the flat position `k` in a row-major tensor of `shape`.
+std::string index_str(const wb::Shape& shape, std::size_t k);
+
+/// The shape of any xtensor expression as a wb::Shape.
+template <class E>
+wb::Shape shape_of(const E& e) {
+    return wb::Shape(e.shape().begin(), e.shape().end());
+}
+
+}  // namespace wbtest
+
+// Each macro reports at the line of the check that uses it.
+#define WB_REPORT(failure)                        \
+    do {                                          \
+        if (const auto wb_failure_ = (failure)) { \
+            FAIL(*wb_failure_);                   \
+        } else {                                  \
+            SUCCEED();                            \
+        }                                         \
+    } while (false)
+
+#define WB_CHECK_SHAPE(actual, expected_shape, hint) \
+    WB_REPORT(::wbtest::compare_shape(::wbtest::shape_of(actual), expected_shape, hint))
+
+#define WB_CHECK_CLOSE(actual, expected, tol, hint) \
+    WB_REPORT(::wbtest::compare(::wbtest::flatten(actual), ::wbtest::flatten(expected), tol, tol, hint))
+
+// Runs `expr`; it must throw `type` whose message names every string listed after `hint`.
+#define WB_CHECK_THROWS(type, expr, hint, ...)                                                    \
+    do {                                                                                          \
+        try {                                                                                     \
+            (void)(expr);                                                                         \
+            FAIL("expected " #type " from `" #expr "`, but nothing was thrown\nhint: " << (hint)); \
+        } catch (const type& wb_error_) {                                                         \
+            WB_REPORT(::wbtest::message_names(wb_error_.what(), {__VA_ARGS__}, hint));            \
+        }                                                                                         \
+    } while (false)
