@@ -21,6 +21,7 @@ PACKAGES=(
   libbenchmark-dev         # student-vs-reference benchmarks (1.7)
   doxygen                  # the documentation site
   graphviz                 # diagrams in the documentation site
+  libjs-mathjax            # formulas in the documentation site, offline
 )
 
 missing=()
