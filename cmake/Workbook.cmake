@@ -25,8 +25,9 @@ endfunction()
 function(wb_chapter label folder)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS")
   set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
-  if(NOT EXISTS ${stub_dir})
-    return()
+  file(GLOB stub_sources CONFIGURE_DEPENDS ${stub_dir}/*.cpp)
+  if(NOT stub_sources)
+    return()  # the chapter is not written yet
   endif()
   set(ref_dir ${CMAKE_CURRENT_SOURCE_DIR}/solutions/${folder})
 

@@ -64,6 +64,7 @@ Tensor4 transpose_last2(const Tensor4& k);
 /// `(q * k).sum()`: the dot product of two vectors, element-wise product then sum.
 /// @param q `[d]`
 /// @param k `[d]`
+/// @return `q[0]·k[0] + … + q[d-1]·k[d-1]`
 /// @throws ShapeError if the lengths differ
 float dot(const Tensor1& q, const Tensor1& k);
 
@@ -102,7 +103,10 @@ Array mean(const Array& x, int axis, bool keepdims);
 /// @param axis counted from 0; negative counts from the end (-1 = last)
 /// @param correction 0 (population variance) or 1 (sample variance)
 /// @param keepdims keep the reduced axis with size 1
-/// @throws ShapeError if axis is out of range; ValueError if `n - correction <= 0`
+/// @return x's shape without `axis`, or with `axis` of size 1 when keepdims
+/// @throws ShapeError if axis is out of range
+/// @throws ValueError if `n - correction <= 0` (n = size of the axis), e.g. one value with
+///         correction 1
 Array var(const Array& x, int axis, int correction, bool keepdims);
 
 // ---- joining (§21.5) -----------------------------------------------------------------------
@@ -110,25 +114,36 @@ Array var(const Array& x, int axis, int correction, bool keepdims);
 /// `torch.cat(xs, dim=axis)`: join along an existing axis.
 /// @param xs at least one tensor; all of the same rank, equal except along `axis`
 /// @param axis counted from 0; negative counts from the end
-/// @return e.g. two `[2, 3]` along axis 0 give `[4, 3]`
-/// @throws ShapeError if xs is empty, the ranks differ, or another axis differs
+/// @return e.g. two `[2, 3]` along axis 0 give `[4, 3]`, along axis 1 `[2, 6]`
+/// @throws ShapeError if xs is empty, the ranks differ, another axis differs, or axis is out
+///         of range
 Array cat(const std::vector<Array>& xs, int axis);
 
 /// `torch.stack(xs, dim=axis)`: join along a new axis.
 /// @param xs at least one tensor, all of the same shape
 /// @param axis position of the new axis in the result, 0 … rank (negative counts from the end)
-/// @return e.g. two `[2, 3]` along axis 0 give `[2, 2, 3]`
-/// @throws ShapeError if xs is empty or the shapes differ
+/// @return e.g. two `[2, 3]` along axis 0 give `[2, 2, 3]`, along axis -1 `[2, 3, 2]`
+/// @throws ShapeError if xs is empty, the shapes differ, or axis is out of range
 Array stack(const std::vector<Array>& xs, int axis);
 
 // ---- comparing (§21.8) ---------------------------------------------------------------------
 
-/// `(a - b).abs().max()`: the largest absolute difference.
+/// `(a - b).abs().max().item()`: the largest absolute difference.
+/// @param a any shape
+/// @param b the same shape as a
+/// @return the largest `|a - b|`; NaN if any difference is NaN (a NaN must never hide);
+///         0 for empty tensors
 /// @throws ShapeError if the shapes differ
 float max_abs_diff(const Array& a, const Array& b);
 
 /// `torch.allclose(a, b, rtol, atol)`: true when `|a - b| <= atol + rtol·|b|` everywhere.
-/// NaN is never close to anything.
+///
+/// Not symmetric: the relative tolerance scales with `|b|`, the expected values. NaN is never
+/// close to anything (not even NaN); an infinity is close only to the same infinity.
+/// @param a the values to judge, any shape
+/// @param b the expected values, the same shape as a
+/// @param rtol relative tolerance (torch's default 1e-5)
+/// @param atol absolute tolerance (torch's default 1e-8)
 /// @throws ShapeError if the shapes differ
 bool allclose(const Array& a, const Array& b, float rtol = 1e-5f, float atol = 1e-8f);
 

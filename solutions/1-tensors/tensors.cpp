@@ -244,8 +244,8 @@ Array stack(const std::vector<Array>& xs, int axis) {
     if (xs.empty()) throw ShapeError("wb::stack: xs is empty, expected at least one tensor");
     const std::size_t rank = xs[0].dimension();
     // The new axis may go anywhere from before the first axis to after the last: rank + 1 places.
-    const std::size_t ax = normalize_axis("wb::stack", "the result of stacking xs[0]",
-                                          xs[0].shape(), axis, rank + 1);
+    const std::size_t ax =
+        normalize_axis("wb::stack", "stacking tensors", xs[0].shape(), axis, rank + 1);
     std::vector<Array> parts;
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (xs[i].shape() != xs[0].shape()) {
@@ -276,7 +276,9 @@ bool allclose(const Array& a, const Array& b, float rtol, float atol) {
     for (std::size_t i = 0; i < a.size(); ++i) {
         const float x = a.data()[i], y = b.data()[i];
         if (x == y) continue;  // exact match, including equal infinities
-        // Written so that NaN fails: every comparison with NaN is false.
+        // NaN, or an infinity against anything else: |x - y| would be NaN or inf, and
+        // inf <= atol + rtol * inf would wrongly say "close".
+        if (!std::isfinite(x) || !std::isfinite(y)) return false;
         const bool close = std::fabs(x - y) <= atol + rtol * std::fabs(y);
         if (!close) return false;
     }

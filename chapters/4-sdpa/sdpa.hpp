@@ -1,0 +1,78 @@
+/// @file sdpa.hpp
+/// @brief Chapter 4 — scaled dot-product attention: match, scale, mask, softmax, weighted sum.
+///
+/// Notes §6–9 and §13: each query is matched with every key, the scores are scaled by
+/// \f$\sqrt{d_k}\f$, masked, turned into weights by a softmax over the keys, and the weights
+/// sum the values. Shapes: B batch, H heads, N queries, M keys/values, d_k the width of a query
+/// and a key, d_v the width of a value.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "workbook/core.hpp"
+
+namespace wb {
+inline namespace WB_IMPL {
+
+/// @defgroup chapter4 Chapter 4: scaled dot-product attention
+/// @{
+
+/// Which keys each query may read. The convention is in the name: `allowed(b, i, j) == true`
+/// means query i of sequence b **may read** key j; `false` means the key is hidden from it.
+///
+/// (PyTorch's `masked_fill(mask, -inf)` uses the opposite convention — true = hidden — and
+/// `scaled_dot_product_attention`'s boolean `attn_mask` uses this one. A type with a named
+/// field removes the guesswork.)
+struct Mask {
+    /// `[B, N, M]`, or `[1, N, M]` to share one pattern across the batch; every head of a
+    /// sequence uses the same pattern.
+    xt::xtensor<bool, 3> allowed;
+};
+
+/// What attention returns: the output and the weights that produced it.
+struct Attention {
+    Tensor4 output;   ///< `[B, H, N, d_v]`: one row per query
+    Tensor4 weights;  ///< `[B, H, N, M]`: row i is query i's distribution over the keys
+};
+
+/// Scaled scores \f$S = QK^\top / \sqrt{d_k}\f$.
+/// @param q queries `[B, H, N, d_k]`
+/// @param k keys `[B, H, M, d_k]`
+/// @return `[B, H, N, M]`, `S[b,h,i,j] = q_i · k_j / sqrt(d_k)` with d_k the width of one head
+/// @throws ShapeError if B, H or d_k of q and k differ, or d_k == 0
+Tensor4 attention_scores(const Tensor4& q, const Tensor4& k);
+
+/// Softmax over the key axis with a mask applied **before** it: hidden keys get score
+/// \f$-\infty\f$, so they get weight exactly 0 and the readable keys' weights sum to 1.
+///
+/// A query that may read no key at all (a fully masked row) would give 0/0 = NaN; here it
+/// gets all-zero weights instead (and so, in sdpa, a zero output row).
+/// @param scores `[B, H, N, M]`
+/// @param mask optional; `allowed` of shape `[B, N, M]` or `[1, N, M]`
+/// @return `[B, H, N, M]` weights: each row sums to 1 over its readable keys, or is all 0
+/// @throws ShapeError if the mask's shape does not match the scores
+Tensor4 masked_softmax(const Tensor4& scores, const std::optional<Mask>& mask = std::nullopt);
+
+/// The weighted sum \f$O = AV\f$.
+/// @param weights `[B, H, N, M]`
+/// @param v values `[B, H, M, d_v]`
+/// @return `[B, H, N, d_v]`
+/// @throws ShapeError if B, H or M differ
+Tensor4 weighted_sum(const Tensor4& weights, const Tensor4& v);
+
+/// Scaled dot-product attention
+/// \f$\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(QK^\top/\sqrt{d_k} + \text{mask}\right)V\f$.
+/// @param q `[B, H, N, d_k]`
+/// @param k `[B, H, M, d_k]`
+/// @param v `[B, H, M, d_v]` (d_v may differ from d_k)
+/// @param mask optional, see masked_softmax; a fully masked query gets zero weights and output
+/// @return output `[B, H, N, d_v]` and weights `[B, H, N, M]`
+/// @throws ShapeError if the shapes do not fit together (the message names all of them)
+Attention sdpa(const Tensor4& q, const Tensor4& k, const Tensor4& v,
+               const std::optional<Mask>& mask = std::nullopt);
+
+/// @}
+
+}  // namespace WB_IMPL
+}  // namespace wb
