@@ -50,7 +50,7 @@ const float kInf = std::numeric_limits<float>::infinity();
 
 // ---- indexing (§21.2) ------------------------------------------------------------------------
 
-TEST_CASE("x[:, -1, :] drops the T axis: last_token of randn(2, 4, 8) is [B, D]", "[indexing]") {
+TEST_CASE("last_token is x[:, -1, :] and drops the T axis, randn(2, 4, 8) -> [B, D]", "[indexing]") {
     // §21.1–21.2: x = torch.randn(2, 4, 8): 3 axes, 64 numbers, x.size(-1) = 8,
     // x[0] is [4, 8], x[0, 0] is [8] (plain xtensor facts, stated here as the notes state them).
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
@@ -72,7 +72,7 @@ TEST_CASE("x[:, -1, :] drops the T axis: last_token of randn(2, 4, 8) is [B, D]"
                    "the last token is index T - 1 of axis 1 (not axis 0, not index 0)");
 }
 
-TEST_CASE("x[:, -1:, :] keeps the T axis: last_token_keep is [B, 1, D]", "[indexing]") {
+TEST_CASE("last_token_keep is x[:, -1:, :] and keeps the T axis, [B, 1, D]", "[indexing]") {
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
     WB_CHECK_SHAPE(wb::last_token_keep(x), (wb::Shape{2, 1, 8}),
                    "x[:, -1:, :] has shape [B, 1, D]: a slice keeps the axis, with size 1");
@@ -91,7 +91,7 @@ TEST_CASE("x[:, -1:, :] keeps the T axis: last_token_keep is [B, 1, D]", "[index
                    "with T = 1 the result is x itself");
 }
 
-TEST_CASE("x[:, :-1, :] drops only the last token: drop_last_token is [B, T - 1, D]",
+TEST_CASE("drop_last_token is x[:, :-1, :] and drops only the last token, [B, T - 1, D]",
           "[indexing]") {
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
     WB_CHECK_SHAPE(wb::drop_last_token(x), (wb::Shape{2, 3, 8}),
@@ -236,7 +236,7 @@ TEST_CASE("dot is the sum of element-wise products, (q * k).sum()", "[products]"
                     "wb::dot", "[3]", "[2]");
 }
 
-TEST_CASE("matmul multiplies the last two axes per (batch, head): hand-computed values",
+TEST_CASE("matmul multiplies the last two axes per (batch, head), hand-computed values",
           "[products]") {
     // [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]] (by hand).
     const wb::Tensor4 a = {{{{1, 2}, {3, 4}}}};
@@ -375,7 +375,7 @@ TEST_CASE("softmax rejects a rank-0 input and an empty last axis", "[softmax][er
 
 // ---- reductions (§21.4) ----------------------------------------------------------------------
 
-TEST_CASE("mean with and without keepdims: shapes and values", "[reductions]") {
+TEST_CASE("mean with and without keepdims, shapes and values", "[reductions]") {
     // m = torch.tensor([[1., 2, 3], [4, 5, 7]])
     const wb::Array m = {{1, 2, 3}, {4, 5, 7}};
     // m.mean(-1) = [2, 5.3333335]; m.mean(-1, keepdim=True) = [[2], [5.3333335]]; m.mean(0) =

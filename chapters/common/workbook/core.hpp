@@ -57,6 +57,12 @@ struct ValueError : InvalidInput {
     using InvalidInput::InvalidInput;
 };
 
+/// A file that cannot be used: missing, truncated, corrupted, of another format or version.
+/// The message names the file and what is wrong with it.
+struct FileError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 /// Formats a shape as `[2, 4, 8]`.
 template <class S>
 std::string shape_str(const S& shape) {
