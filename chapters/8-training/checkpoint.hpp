@@ -1,0 +1,107 @@
+/// @file checkpoint.hpp
+/// @brief Chapter 8 — saving and restoring a model with what is needed to resume training.
+///
+/// The notes' §21.9: weights alone are not enough. A `state_dict` restores into a model that
+/// was first built "with the same configuration", so the configuration (V, T_max, D, H, L) is
+/// saved too; resuming training also needs the optimizer's state and the progress (the step).
+///
+/// ## The file format (version 1), little-endian
+/// ```
+///   offset  bytes  field
+///   0       8      magic "WBGPTCKP"
+///   8       4      u32  format version = 1
+///   12      8      u64  payload size P in bytes
+///   20      P      payload:
+///                    5 × u64   V, T_max, D, H, L
+///                    i64       step (training progress)
+///                    u8        has_optimizer: 0 or 1
+///                    u64       n, the number of tensors (2 + 16·L + 3)
+///                    n ×       u32 name length, the name (ASCII, no terminator),
+///                              u32 rank, rank × u64 dims, prod(dims) × f32 values
+///                              — in the order and with the names of wb::parameters()
+///                    if has_optimizer:
+///                              i64 AdamW step, then the n tensors' m values (f32),
+///                              then the n tensors' v values (f32), each of its tensor's size
+///   20 + P  8      u64  FNV-1a 64-bit hash of the P payload bytes
+/// ```
+/// The file is `28 + P` bytes. Integers and floats are written byte by byte in little-endian
+/// order, so a file is the same on every machine. FNV-1a: `h = 14695981039346656037`, then
+/// for each byte `h = (h XOR byte) · 1099511628211` (mod 2⁶⁴).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "8-training/model.hpp"
+#include "8-training/optim.hpp"
+#include "workbook/core.hpp"
+
+namespace wb {
+
+/// @addtogroup chapter8
+/// @{
+
+/// Everything a checkpoint holds: enough to rebuild the model and resume training.
+struct Checkpoint {
+    GptConfig config;                          ///< the shape of the model
+    GptParams<float> params;                   ///< its weights
+    std::optional<AdamWState<float>> optimizer;  ///< AdamW's moments and step, if saved
+    std::int64_t step = 0;                     ///< training progress (e.g. batches seen)
+};
+
+/// The 8 bytes every checkpoint starts with.
+inline constexpr char kCheckpointMagic[8] = {'W', 'B', 'G', 'P', 'T', 'C', 'K', 'P'};
+
+/// The format version written by save_checkpoint and the only one load_checkpoint reads.
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+
+/// @}
+
+inline namespace WB_IMPL {
+
+/// @addtogroup chapter8
+/// @{
+
+/// FNV-1a, 64 bits, of a byte range: the checksum of the format.
+/// Known values: `""` → `0xcbf29ce484222325`, `"a"` → `0xaf63dc4c8601ec8c`.
+/// @param data the first byte
+/// @param size how many bytes
+/// @return the hash
+std::uint64_t fnv1a64(const unsigned char* data, std::size_t size);
+
+/// Saves a model (and optionally AdamW's state and the step) in the format above.
+///
+/// The file is written whole to `path + ".tmp"` and then renamed onto `path`
+/// (`std::filesystem::rename`, atomic on POSIX), so a crash or a full disk in the middle of a
+/// save leaves any previous file at `path` intact; on failure the temporary file is removed.
+/// @param path where to save
+/// @param config the model's shape
+/// @param params the weights; their shapes must match config
+/// @param optimizer AdamW's state to save, or nullptr
+/// @param step training progress to save
+/// @throws ShapeError if params (or a given optimizer state) does not match config
+/// @throws FileError if the file cannot be written or renamed (the message names the path)
+void save_checkpoint(const std::string& path, const GptConfig& config,
+                     const GptParams<float>& params, const AdamWState<float>* optimizer = nullptr,
+                     std::int64_t step = 0);
+
+/// Loads a checkpoint written by save_checkpoint. The whole file is validated — magic,
+/// version, size, checksum, then every tensor's name and shape against the config — before
+/// anything is returned, so a bad file can never half-overwrite a model.
+/// @param path the file
+/// @return the config, the weights, the optimizer state if it was saved, and the step
+/// @throws FileError naming the file and the problem: "cannot open", "not a workbook
+///         checkpoint" (the file is empty or its first bytes differ from the magic), "version 7,
+///         expected 1", "truncated at byte N" (N = the file's length, when it is shorter than
+///         its header or than the size the header announces; a file that is a prefix of the
+///         magic is a truncated checkpoint), "unexpected bytes after the checksum",
+///         "checksum mismatch", and, in a file whose checksum is right but whose contents are
+///         not a model: "invalid config" (e.g. H does not divide D) or a tensor whose name or
+///         shape disagrees with the config ("tensor 'wtf' [13, 8], expected 'wte' [13, 8]")
+Checkpoint load_checkpoint(const std::string& path);
+
+/// @}
+
+}  // namespace WB_IMPL
+}  // namespace wb

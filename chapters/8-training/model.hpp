@@ -1,0 +1,251 @@
+/// @file model.hpp
+/// @brief Chapter 8 — the GPT assembled from the chapter's layers: parameters, forward with
+/// loss, backward, zero_grad.
+///
+/// The notes' §14 (the last hidden state, after the final normalisation, is projected onto the
+/// vocabulary: logits), §15 (training sees the whole true sequence at once; inputs and
+/// targets are the same tokens shifted by one, and the causal mask keeps every position from
+/// reading its own target) and §21.7 (the loop zero_grad → forward → loss → backward → step;
+/// `CrossEntropyLoss` takes raw logits; `[B, T, V]` is flattened to `[B·T, V]`).
+///
+/// Shapes: B sequences, T tokens each (T <= T_max), D model width, H heads of width
+/// d = D / H, L blocks, V vocabulary size, N = B·T rows once batch and time are flattened
+/// (row `b·T + t` is token t of sequence b). Weights use PyTorch's `[out, in]` layout.
+///
+/// Everything is a template over the scalar type T (`float` to train, `double` for the
+/// gradient checks); only those two are instantiated. Inside the templates T is the scalar
+/// type, so the code calls the sequence length something else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "8-training/layers.hpp"
+#include "workbook/core.hpp"
+
+namespace wb {
+
+/// @addtogroup chapter8
+/// @{
+
+/// The shape of a GPT: what must be saved next to the weights (§21.9), because the weights
+/// alone do not say how many heads they are split into.
+struct GptConfig {
+    std::size_t V;      ///< vocabulary size: token ids are in `[0, V)`
+    std::size_t T_max;  ///< longest sequence: rows of the position table wpe
+    std::size_t D;      ///< model width
+    std::size_t H;      ///< heads per attention layer; must divide D
+    std::size_t L;      ///< number of blocks
+};
+
+/// The parameters of one Pre-LN block, in PyTorch's layout.
+template <class T>
+struct GptBlock {
+    Vec<T> ln1_g;   ///< `[D]` LayerNorm before attention: scale (gamma)
+    Vec<T> ln1_b;   ///< `[D]` LayerNorm before attention: shift (beta)
+    Mat<T> w_q;     ///< `[D, D]` query projection, `q = x w_qᵀ + b_q`
+    Vec<T> b_q;     ///< `[D]`
+    Mat<T> w_k;     ///< `[D, D]` key projection
+    Vec<T> b_k;     ///< `[D]`
+    Mat<T> w_v;     ///< `[D, D]` value projection
+    Vec<T> b_v;     ///< `[D]`
+    Mat<T> w_o;     ///< `[D, D]` output projection after the heads are merged
+    Vec<T> b_o;     ///< `[D]`
+    Vec<T> ln2_g;   ///< `[D]` LayerNorm before the FFN: scale
+    Vec<T> ln2_b;   ///< `[D]` LayerNorm before the FFN: shift
+    Mat<T> w_fc;    ///< `[4D, D]` FFN expansion
+    Vec<T> b_fc;    ///< `[4D]`
+    Mat<T> w_proj;  ///< `[D, 4D]` FFN projection back to D
+    Vec<T> b_proj;  ///< `[D]`
+};
+
+/// Every trainable tensor of the GPT. The same struct holds the gradients (see zeros_like).
+template <class T>
+struct GptParams {
+    Mat<T> wte;                    ///< `[V, D]` token embedding table
+    Mat<T> wpe;                    ///< `[T_max, D]` learned position embedding table
+    std::vector<GptBlock<T>> blocks;  ///< L blocks
+    Vec<T> ln_f_g;                 ///< `[D]` final LayerNorm: scale
+    Vec<T> ln_f_b;                 ///< `[D]` final LayerNorm: shift
+    Mat<T> lm_head;                ///< `[V, D]` vocabulary projection, no bias, not tied to wte
+};
+
+/// One parameter tensor seen as a flat array: what an optimizer, a checkpoint or zero_grad
+/// needs, without knowing the model's structure.
+template <class T>
+struct ParamRef {
+    std::string name;   ///< e.g. `"wte"`, `"blocks.0.w_q"`, `"lm_head"`
+    T* data;            ///< the first element; the tensor is contiguous, row-major
+    std::size_t size;   ///< number of elements
+    Shape shape;        ///< PyTorch layout, e.g. `[D, D]`
+};
+
+/// What one block's forward keeps for its backward (N = B·T rows).
+template <class T>
+struct GptBlockCache {
+    Mat<T> x_in;      ///< `[N, D]` residual stream entering the block
+    Mat<T> ln1;       ///< `[N, D]` LayerNorm 1 output
+    Vec<T> ln1_mean;  ///< `[N]` LayerNorm 1 row means
+    Vec<T> ln1_rstd;  ///< `[N]` LayerNorm 1 row 1/sqrt(var + eps)
+    Cube<T> q;        ///< `[B, H, T, d]` queries
+    Cube<T> k;        ///< `[B, H, T, d]` keys
+    Cube<T> v;        ///< `[B, H, T, d]` values
+    Cube<T> att;      ///< `[B, H, T, T]` causal attention weights
+    Mat<T> att_out;   ///< `[N, D]` attention output with the heads merged (input of w_o)
+    Mat<T> x_mid;     ///< `[N, D]` residual stream after the attention half
+    Mat<T> ln2;       ///< `[N, D]` LayerNorm 2 output
+    Vec<T> ln2_mean;  ///< `[N]`
+    Vec<T> ln2_rstd;  ///< `[N]`
+    Mat<T> fc;        ///< `[N, 4D]` FFN expansion before GELU
+    Mat<T> fc_gelu;   ///< `[N, 4D]` after GELU (input of w_proj)
+};
+
+/// The activations of one forward, saved for gpt_backward (like llm.c's activation buffers).
+template <class T>
+struct GptCache {
+    std::size_t batch = 0;    ///< B
+    std::size_t seq_len = 0;  ///< T
+    TokenIds inputs;          ///< `[B, T]` the input ids
+    xt::xtensor<std::int64_t, 1> targets;  ///< `[N]` flattened targets (empty after gpt_logits)
+    std::int64_t ignore_index = -1;        ///< the target value left out of the loss
+    std::vector<GptBlockCache<T>> blocks;  ///< one per block
+    Mat<T> x_final;     ///< `[N, D]` residual stream after the last block
+    Mat<T> ln_f;        ///< `[N, D]` final LayerNorm output (input of lm_head)
+    Vec<T> ln_f_mean;   ///< `[N]`
+    Vec<T> ln_f_rstd;   ///< `[N]`
+    Mat<T> logits;      ///< `[N, V]`
+    bool has_loss = false;  ///< true once gpt_forward computed a loss (gpt_backward needs it)
+};
+
+/// Inputs and targets of next-token prediction (§15).
+struct NextToken {
+    TokenIds inputs;   ///< `[B, T]` = `tokens[:, :-1]`
+    TokenIds targets;  ///< `[B, T]` = `tokens[:, 1:]`: target t is the token after input t
+};
+
+/// The epsilon of every LayerNorm in the model (PyTorch's default).
+inline constexpr double kGptLayerNormEps = 1e-5;
+
+/// @}
+
+inline namespace WB_IMPL {
+
+/// @addtogroup chapter8
+/// @{
+
+/// A freshly initialised GPT, as GPT-2 / nanoGPT do it: every weight matrix (wte, wpe, the
+/// projections, the FFN, lm_head) drawn from N(0, 0.02²), every bias 0, every LayerNorm gamma
+/// 1 and beta 0. The draws come from `std::mt19937_64(seed)` in the order of parameters(), so
+/// the same seed gives the same model (not the same numbers as PyTorch's generator).
+/// @param config V, T_max, D, H, L
+/// @param seed the random seed
+/// @return parameters with the shapes listed in GptParams
+/// @throws ShapeError if any of V, T_max, D, H, L is 0 or H does not divide D (the message
+///         names the config)
+template <class T>
+GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed);
+
+/// A GPT-shaped set of zeros: the gradient buffers of `params`.
+/// @param params any parameters
+/// @return the same shapes, every element 0
+template <class T>
+GptParams<T> zeros_like(const GptParams<T>& params);
+
+/// Every tensor of the model, in this fixed order (the order of AdamW's state and of a
+/// checkpoint):
+/// ```
+///   wte, wpe,
+///   for l = 0 … L-1:  blocks.l.ln1_g, blocks.l.ln1_b, blocks.l.w_q, blocks.l.b_q,
+///                     blocks.l.w_k, blocks.l.b_k, blocks.l.w_v, blocks.l.b_v,
+///                     blocks.l.w_o, blocks.l.b_o, blocks.l.ln2_g, blocks.l.ln2_b,
+///                     blocks.l.w_fc, blocks.l.b_fc, blocks.l.w_proj, blocks.l.b_proj,
+///   ln_f_g, ln_f_b, lm_head
+/// ```
+/// That is 2 + 16·L + 3 tensors. The references point into `params`: they stay valid while
+/// `params` lives and its tensors are not resized.
+/// @param params the model (or its gradients)
+/// @return one ParamRef per tensor, named as above (`"blocks.0.w_q"`)
+template <class T>
+std::vector<ParamRef<T>> parameters(GptParams<T>& params);
+
+/// Read-only version of parameters(), same order and names.
+/// @param params the model (or its gradients)
+/// @return one ParamRef per tensor
+template <class T>
+std::vector<ParamRef<const T>> parameters(const GptParams<T>& params);
+
+/// Next-token targets (§15): the model reads `tokens[:, :-1]` and must predict
+/// `tokens[:, 1:]`. Position t sees tokens 0..t and is scored on token t + 1.
+/// ```
+///   tokens   x0 x1 x2 x3 x4        [B, T + 1]
+///   inputs   x0 x1 x2 x3           [B, T]
+///   targets  x1 x2 x3 x4           [B, T]
+/// ```
+/// @param tokens `[B, T + 1]`
+/// @return inputs and targets, both `[B, T]`
+/// @throws ShapeError if B == 0 or the sequences have fewer than 2 tokens (the message names
+///         "wb::shift_for_next_token" and the shape)
+NextToken shift_for_next_token(const TokenIds& tokens);
+
+/// The GPT forward with its loss: the llm.c `gpt2_forward`.
+/// ```
+///   x = wte[inputs] + wpe[0..T)                                       [N, D]
+///   for each block:  x = x + w_o · attention(LN1(x))    causal, H heads
+///                    x = x + w_proj · GELU(w_fc · LN2(x))
+///   logits = LN_f(x) · lm_headᵀ                                       [N, V]
+///   loss = mean cross entropy of logits against the flattened targets
+/// ```
+/// Targets equal to `ignore_index` (padding) are left out of the mean. Every intermediate
+/// the backward needs is stored in `cache` (overwriting what it held).
+/// @param params the model; its shapes must match `config`
+/// @param config the model's shape
+/// @param inputs `[B, T]` token ids in `[0, V)`, T <= T_max
+/// @param targets `[B, T]` ids in `[0, V)` or equal to ignore_index
+/// @param ignore_index the target value that is not scored (e.g. -1)
+/// @param cache filled with the activations
+/// @return the mean loss (0 if every target is ignored)
+/// @throws ShapeError if the config is invalid, a parameter's shape does not match the config,
+///         inputs is empty, or targets' shape differs from inputs'
+/// @throws ValueError if T > T_max (the message names T and T_max), or an input id is
+///         outside [0, V), or a target is neither in [0, V) nor ignore_index (the message names
+///         the position and the id)
+template <class T>
+T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
+              const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache);
+
+/// The logits alone, for inference: the same computation as gpt_forward without targets.
+/// @param params the model
+/// @param config the model's shape
+/// @param inputs `[B, T]` token ids in `[0, V)`, T <= T_max
+/// @return `[B·T, V]` logits; row `b·T + t` scores the token after `inputs[b, t]`
+/// @throws ShapeError as gpt_forward (config, parameter shapes, empty inputs)
+/// @throws ValueError if T > T_max or an id is outside [0, V)
+template <class T>
+Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs);
+
+/// The GPT backward: the gradient of the loss of the last gpt_forward with respect to every
+/// parameter, **added** into `grads` (PyTorch's convention: gradients accumulate until
+/// zero_grad). Walks the forward in reverse: cross entropy → lm_head → final LayerNorm →
+/// blocks L-1 … 0 (through both residual branches) → position and token embeddings.
+/// @param params the model used by the forward
+/// @param config its shape
+/// @param cache what gpt_forward stored
+/// @param grads accumulated; shaped like params (see zeros_like)
+/// @throws ShapeError if the config or a shape of params or grads does not match
+/// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits)
+template <class T>
+void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
+                  GptParams<T>& grads);
+
+/// Sets every gradient to 0: the `optimizer.zero_grad()` that starts each step of §21.7.
+/// @param grads every tensor of it is filled with 0
+template <class T>
+void zero_grad(GptParams<T>& grads);
+
+/// @}
+
+}  // namespace WB_IMPL
+}  // namespace wb

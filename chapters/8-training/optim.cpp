@@ -1,0 +1,31 @@
+// Chapter 8 — your AdamW. Replace the WB_STUB() with the body; the spec is the comment in
+// optim.hpp, the formulas are in README.md ("AdamW"). Keep the instantiations at the end.
+// Check your work with:  ctest --preset student -L chapter8
+#include "8-training/optim.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+namespace wb {
+inline namespace WB_IMPL {
+
+template <class T>
+void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+                const AdamWConfig& config) {
+    // Hint: validate config (ValueError "wb::adamw_step: lr = ..., expected > 0"), then walk
+    // parameters(params) and parameters(grads) side by side. On the first step create m and v
+    // as zeros, one flat Vec<T> of r.size per tensor. Increment state.step to t, then for
+    // every element: p *= 1 − lr·wd (decoupled: NOT added to the gradient); m, v updated;
+    // p −= lr/(1 − β1ᵗ) · m / (sqrt(v)/sqrt(1 − β2ᵗ) + eps).
+    (void)params, (void)grads, (void)state, (void)config;
+    WB_STUB();
+}
+
+template void adamw_step<float>(GptParams<float>&, const GptParams<float>&, AdamWState<float>&,
+                                const AdamWConfig&);
+template void adamw_step<double>(GptParams<double>&, const GptParams<double>&,
+                                 AdamWState<double>&, const AdamWConfig&);
+
+}  // namespace WB_IMPL
+}  // namespace wb

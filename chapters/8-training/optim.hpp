@@ -1,0 +1,77 @@
+/// @file optim.hpp
+/// @brief Chapter 8 — AdamW, the optimizer of §21.7 (`torch.optim.AdamW`).
+///
+/// `backward` only computes gradients; `optimizer.step()` is what changes the parameters
+/// (§21.7). AdamW keeps, for every parameter element, a running mean of its gradient (m) and
+/// of its squared gradient (v), and moves the parameter by the ratio of the two; weight decay
+/// is applied to the parameter directly, apart from the gradient ("decoupled").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "8-training/layers.hpp"
+#include "8-training/model.hpp"
+#include "workbook/core.hpp"
+
+namespace wb {
+
+/// @addtogroup chapter8
+/// @{
+
+/// AdamW's hyper-parameters, with PyTorch's defaults except weight decay (torch: 0.01 too).
+struct AdamWConfig {
+    float lr = 1e-3f;            ///< learning rate, > 0
+    float beta1 = 0.9f;          ///< decay of the gradient mean m, in [0, 1)
+    float beta2 = 0.999f;        ///< decay of the squared-gradient mean v, in [0, 1)
+    float eps = 1e-8f;           ///< added to sqrt(v̂) so the division is safe, > 0
+    float weight_decay = 0.01f;  ///< decoupled decay: `p -= lr · weight_decay · p`, >= 0
+};
+
+/// What AdamW remembers between steps: it must be saved to resume training (§21.9).
+template <class T>
+struct AdamWState {
+    std::int64_t step = 0;  ///< steps taken so far (t of the bias correction)
+    std::vector<Vec<T>> m;  ///< first moments, one flat `[size]` per tensor of parameters()
+    std::vector<Vec<T>> v;  ///< second moments, same layout
+};
+
+/// @}
+
+inline namespace WB_IMPL {
+
+/// @addtogroup chapter8
+/// @{
+
+/// One AdamW step, exactly as `torch.optim.AdamW` (amsgrad off). With t = state.step + 1,
+/// for every element p of every tensor and its gradient g:
+/// ```
+///   p ← p − lr·wd·p                               decoupled weight decay (first, as torch)
+///   m ← β1·m + (1 − β1)·g                          mean of the gradient
+///   v ← β2·v + (1 − β2)·g²                         mean of the squared gradient
+///   m̂ = m / (1 − β1ᵗ),  v̂ = v / (1 − β2ᵗ)          bias correction (m, v start at 0)
+///   p ← p − lr · m̂ / (sqrt(v̂) + eps)
+/// ```
+/// Weight decay is applied to **every** parameter, biases and LayerNorm gains included, as
+/// torch does when given `model.parameters()` (nanoGPT excludes 1-D tensors with parameter
+/// groups; this workbook keeps the default). Adding `wd·p` to the gradient instead is Adam
+/// with L2 regularisation, a different optimizer.
+///
+/// On the first call (`state.step == 0` and `state.m` empty) m and v are created as zeros,
+/// one `[size]` vector per tensor of parameters(); then state.step is incremented.
+/// @param params updated in place
+/// @param grads the gradients, shaped like params
+/// @param state the moments and the step count, updated
+/// @param config the hyper-parameters
+/// @throws ValueError if lr <= 0, beta1 or beta2 is outside [0, 1), eps <= 0 or
+///         weight_decay < 0 (the message names the field and its value)
+/// @throws ShapeError if grads' tensors differ in number or size from params', or a non-empty
+///         state does not match them (e.g. a state restored for another model)
+template <class T>
+void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+                const AdamWConfig& config);
+
+/// @}
+
+}  // namespace WB_IMPL
+}  // namespace wb

@@ -1,0 +1,434 @@
+// Chapter 8 — reference implementation of every layer's forward and backward, and the loss.
+//
+// The llm.c way: no autograd, so each layer is a forward and a hand-written backward side by
+// side, in plain loops over the data. Shapes are written beside every buffer: N rows (the
+// B·T tokens, flattened), D features, F hidden features, V vocabulary, B batch, H heads,
+// T positions, d the width of one head. Big matrix products go through BLAS
+// (xt::linalg::dot calls sgemm for float and dgemm for double).
+//
+// Gradient conventions (PyTorch's): a backward ASSIGNS the gradient of its inputs (dx) and
+// ADDS into the gradients of its parameters (dweight += ...). Parameter gradients therefore
+// accumulate over calls until the training loop zeroes them (zero_grad, §21.7).
+#include "8-training/layers.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xview.hpp>
+
+namespace wb {
+inline namespace WB_IMPL {
+namespace {
+
+// Throws ShapeError from `function` unless `x` has exactly the shape `expected`; `what`
+// names the argument and its axes, `why` says where the expected shape comes from.
+template <class E>
+void need(const char* function, const char* what, const E& x, const Shape& expected,
+          const std::string& why) {
+    const Shape got(x.shape().begin(), x.shape().end());
+    if (got != expected) {
+        throw ShapeError(std::string(function) + ": " + what + " has shape " + shape_str(got) +
+                         ", expected " + shape_str(expected) + " (" + why + ")");
+    }
+}
+
+// log(sum_j exp(z_j)) of one row z [V], stable: the row maximum m is taken out first, so
+// every exp argument is <= 0 (logits of +1000 would overflow exp to inf, and -1000 would
+// underflow every term to 0 and give log 0 = -inf).
+template <class T>
+T logsumexp(const T* z, std::size_t V) {
+    T m = z[0];
+    for (std::size_t j = 1; j < V; ++j) m = std::max(m, z[j]);
+    T sum = 0;
+    for (std::size_t j = 0; j < V; ++j) sum += std::exp(z[j] - m);
+    return m + std::log(sum);
+}
+
+// p = softmax(z) of one row [V], through the same stable log-sum-exp.
+template <class T>
+void softmax_row(const T* z, T* p, std::size_t V) {
+    const T lse = logsumexp(z, V);
+    for (std::size_t j = 0; j < V; ++j) p[j] = std::exp(z[j] - lse);
+}
+
+// The checks shared by cross_entropy_forward and _backward. Returns the number of valid
+// (not ignored) rows. Every target is checked before anything is computed.
+template <class T>
+std::size_t check_targets(const char* function, const Mat<T>& logits,
+                          const xt::xtensor<std::int64_t, 1>& targets, std::int64_t ignore_index) {
+    const std::size_t N = logits.shape(0), V = logits.shape(1);
+    need(function, "targets [N]", targets, {N},
+         "one target per row of logits [N, V] = " + shape_str(logits.shape()));
+    std::size_t valid = 0;
+    for (std::size_t n = 0; n < N; ++n) {
+        const std::int64_t t = targets(n);
+        if (t == ignore_index) continue;  // padding: left out of the loss
+        if (t < 0 || t >= static_cast<std::int64_t>(V)) {
+            throw ValueError(std::string(function) + ": targets[" + std::to_string(n) + "] = " +
+                             std::to_string(t) + " is outside [0, V) = [0, " + std::to_string(V) +
+                             ") and is not ignore_index = " + std::to_string(ignore_index));
+        }
+        ++valid;
+    }
+    return valid;
+}
+
+// The checks shared by causal_attention_forward and _backward: q, k, v alike, d >= 1.
+template <class T>
+void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const Cube<T>& v) {
+    if (k.shape() != q.shape() || v.shape() != q.shape() || q.shape(3) == 0) {
+        throw ShapeError(std::string(function) + ": q [B, H, T, d] has shape " + shape_str(q.shape()) +
+                         ", k has shape " + shape_str(k.shape()) + " and v has shape " +
+                         shape_str(v.shape()) + ", expected three equal shapes with d >= 1");
+    }
+}
+
+}  // namespace
+
+// ---- Linear: y = x Wᵀ + b -------------------------------------------------------------------
+
+template <class T>
+Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias) {
+    const std::size_t N = x.shape(0), in = x.shape(1), out = weight.shape(0);
+    if (weight.shape(1) != in) {
+        throw ShapeError("wb::linear_forward: x [N, in] has shape " + shape_str(x.shape()) +
+                         " but weight [out, in] has shape " + shape_str(weight.shape()) +
+                         ", expected the same in");
+    }
+    if (bias.size() != 0 && bias.size() != out) {
+        throw ShapeError("wb::linear_forward: bias has shape " + shape_str(bias.shape()) +
+                         ", expected [out] = [" + std::to_string(out) + "] or empty [0] (no bias)");
+    }
+    Mat<T> y = xt::zeros<T>({N, out});                        // [N, out]
+    if (N > 0 && out > 0 && in > 0) {
+        y = xt::linalg::dot(x, xt::transpose(weight));         // [N, in] · [in, out]
+    }
+    if (bias.size() != 0) {
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t o = 0; o < out; ++o) y(n, o) += bias(o);
+    }
+    return y;
+}
+
+template <class T>
+void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
+                     Mat<T>& dweight, Vec<T>& dbias) {
+    const char* f = "wb::linear_backward";
+    const std::size_t N = x.shape(0), in = x.shape(1), out = weight.shape(0);
+    need(f, "weight [out, in]", weight, {out, in}, "in from x [N, in] = " + shape_str(x.shape()));
+    need(f, "dy [N, out]", dy, {N, out}, "N from x, out from weight");
+    need(f, "dweight [out, in]", dweight, {out, in}, "the weight's shape; it is accumulated");
+    if (dbias.size() != 0) need(f, "dbias [out]", dbias, {out}, "[out], or empty for no bias");
+
+    // dx = dy W: each input feature collects the gradient of every output it fed. Assigned.
+    dx = xt::zeros<T>({N, in});                                // [N, in]
+    if (N > 0 && in > 0 && out > 0) {
+        dx = xt::linalg::dot(dy, weight);                      // [N, out] · [out, in]
+        // dweight += dyᵀ x: weight (o, i) met input i of every row, scaled by that row's dy_o.
+        Mat<T> dw = xt::linalg::dot(xt::transpose(dy), x);     // [out, N] · [N, in]
+        dweight += dw;                                         // ACCUMULATE, never assign
+    }
+    // dbias += sum over rows of dy: the bias is added to every row.
+    if (dbias.size() != 0) {
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t o = 0; o < out; ++o) dbias(o) += dy(n, o);
+    }
+}
+
+// ---- LayerNorm over the features of each row ------------------------------------------------
+
+template <class T>
+Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
+                          Vec<T>& mean, Vec<T>& rstd) {
+    const char* f = "wb::layer_norm_forward";
+    const std::size_t N = x.shape(0), D = x.shape(1);
+    if (D == 0) {
+        throw ShapeError(std::string(f) + ": x [N, D] has shape " + shape_str(x.shape()) +
+                         ", expected D >= 1 features to normalise");
+    }
+    need(f, "gamma [D]", gamma, {D}, "D from x [N, D] = " + shape_str(x.shape()));
+    need(f, "beta [D]", beta, {D}, "D from x [N, D] = " + shape_str(x.shape()));
+
+    Mat<T> y = Mat<T>::from_shape({N, D});  // [N, D]
+    mean = Vec<T>::from_shape({N});         // [N] saved for the backward
+    rstd = Vec<T>::from_shape({N});         // [N] saved for the backward
+    for (std::size_t n = 0; n < N; ++n) {
+        T m = 0;
+        for (std::size_t i = 0; i < D; ++i) m += x(n, i);
+        m /= static_cast<T>(D);
+        T v = 0;  // biased variance (correction 0), as nn.LayerNorm: divide by D, not D - 1
+        for (std::size_t i = 0; i < D; ++i) v += (x(n, i) - m) * (x(n, i) - m);
+        v /= static_cast<T>(D);
+        const T s = T(1) / std::sqrt(v + eps);  // eps inside the square root
+        for (std::size_t i = 0; i < D; ++i) {
+            const T xhat = (x(n, i) - m) * s;     // normalised: mean 0, variance 1
+            y(n, i) = xhat * gamma(i) + beta(i);  // then scaled and shifted per feature
+        }
+        mean(n) = m;
+        rstd(n) = s;
+    }
+    return y;
+}
+
+template <class T>
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
+                         const Vec<T>& mean, const Vec<T>& rstd, Mat<T>& dx, Vec<T>& dgamma,
+                         Vec<T>& dbeta) {
+    const char* f = "wb::layer_norm_backward";
+    const std::size_t N = x.shape(0), D = x.shape(1);
+    const std::string from_x = "from x [N, D] = " + shape_str(x.shape());
+    need(f, "dy [N, D]", dy, {N, D}, "the shape of x");
+    need(f, "gamma [D]", gamma, {D}, from_x);
+    need(f, "mean [N]", mean, {N}, from_x + ", as saved by the forward");
+    need(f, "rstd [N]", rstd, {N}, from_x + ", as saved by the forward");
+    need(f, "dgamma [D]", dgamma, {D}, from_x + "; it is accumulated");
+    need(f, "dbeta [D]", dbeta, {D}, from_x + "; it is accumulated");
+
+    dx = Mat<T>::from_shape({N, D});  // [N, D] assigned
+    for (std::size_t n = 0; n < N; ++n) {
+        const T m = mean(n), s = rstd(n);
+        // g = dy ⊙ gamma is the gradient of xhat. Its two row means are the two terms that
+        // the mean and the variance contribute: every xhat_i depends on the whole row.
+        T g_mean = 0, gx_mean = 0;
+        for (std::size_t i = 0; i < D; ++i) {
+            const T xhat = (x(n, i) - m) * s;
+            const T g = dy(n, i) * gamma(i);
+            g_mean += g;
+            gx_mean += g * xhat;
+        }
+        g_mean /= static_cast<T>(D);
+        gx_mean /= static_cast<T>(D);
+        for (std::size_t i = 0; i < D; ++i) {
+            const T xhat = (x(n, i) - m) * s;
+            const T g = dy(n, i) * gamma(i);
+            // dx = rstd (g − mean(g) − xhat · mean(g ⊙ xhat))
+            dx(n, i) = s * (g - g_mean - xhat * gx_mean);
+            dgamma(i) += dy(n, i) * xhat;  // accumulated over rows and over calls
+            dbeta(i) += dy(n, i);
+        }
+    }
+}
+
+// ---- GELU, exact: x Φ(x) ---------------------------------------------------------------------
+
+template <class T>
+Mat<T> gelu_forward(const Mat<T>& x) {
+    const T inv_sqrt2 = T(1) / std::sqrt(T(2));
+    Mat<T> y = Mat<T>::from_shape(x.shape());  // [N, F]
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        const T v = x.data()[k];
+        y.data()[k] = T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2));  // x Φ(x)
+    }
+    return y;
+}
+
+template <class T>
+Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
+    if (dy.shape() != x.shape()) {
+        throw ShapeError("wb::gelu_backward: dy has shape " + shape_str(dy.shape()) +
+                         " and x has shape " + shape_str(x.shape()) + ", expected the same shape");
+    }
+    const T inv_sqrt2 = T(1) / std::sqrt(T(2));
+    const T inv_sqrt2pi = T(1) / std::sqrt(T(2) * std::acos(T(-1)));  // 1/sqrt(2 pi)
+    Mat<T> dx = Mat<T>::from_shape(x.shape());  // [N, F]
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        const T v = x.data()[k];
+        const T cdf = T(0.5) * (T(1) + std::erf(v * inv_sqrt2));  // Φ(x)
+        const T pdf = std::exp(T(-0.5) * v * v) * inv_sqrt2pi;     // φ(x) = Φ'(x)
+        // d/dx [x Φ(x)] = Φ(x) + x φ(x)   (product rule)
+        dx.data()[k] = dy.data()[k] * (cdf + v * pdf);
+    }
+    return dx;
+}
+
+// ---- Causal attention on split heads ---------------------------------------------------------
+
+template <class T>
+Cube<T> causal_attention_forward(const Cube<T>& q, const Cube<T>& k, const Cube<T>& v,
+                                 Cube<T>& weights) {
+    check_qkv("wb::causal_attention_forward", q, k, v);
+    const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));  // 1/sqrt(d), d = one head's width
+
+    weights = xt::zeros<T>({B, H, Tn, Tn});      // [B, H, T, T]: above the diagonal stays 0
+    Cube<T> out = xt::zeros<T>({B, H, Tn, d});   // [B, H, T, d]
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t i = 0; i < Tn; ++i) {
+                // Scores of query i over keys 0..i only: the future (j > i) is never read,
+                // which is the -inf mask before the softmax without computing it.
+                T m = -std::numeric_limits<T>::infinity();
+                for (std::size_t j = 0; j <= i; ++j) {
+                    T s = 0;
+                    for (std::size_t c = 0; c < d; ++c) s += q(b, h, i, c) * k(b, h, j, c);
+                    s *= scale;
+                    weights(b, h, i, j) = s;  // the score for now; the weight below
+                    m = std::max(m, s);
+                }
+                // Stable softmax over the readable keys: subtract the row maximum.
+                T sum = 0;
+                for (std::size_t j = 0; j <= i; ++j) {
+                    const T e = std::exp(weights(b, h, i, j) - m);
+                    weights(b, h, i, j) = e;
+                    sum += e;
+                }
+                for (std::size_t j = 0; j <= i; ++j) weights(b, h, i, j) /= sum;
+                // out_i = sum_j w_ij v_j
+                for (std::size_t j = 0; j <= i; ++j) {
+                    const T w = weights(b, h, i, j);
+                    for (std::size_t c = 0; c < d; ++c) out(b, h, i, c) += w * v(b, h, j, c);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+template <class T>
+void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
+                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
+                               Cube<T>& dk, Cube<T>& dv) {
+    const char* f = "wb::causal_attention_backward";
+    check_qkv(f, q, k, v);
+    const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
+    need(f, "dout [B, H, T, d]", dout, {B, H, Tn, d}, "the shape of q");
+    need(f, "weights [B, H, T, T]", weights, {B, H, Tn, Tn},
+         "B, H, T from q [B, H, T, d] = " + shape_str(q.shape()) + ", as saved by the forward");
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+
+    dq = xt::zeros<T>({B, H, Tn, d});  // [B, H, T, d] assigned
+    dk = xt::zeros<T>({B, H, Tn, d});
+    dv = xt::zeros<T>({B, H, Tn, d});
+    std::vector<T> dw(Tn);  // [T] gradient of one query's weights, then of its scores
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t i = 0; i < Tn; ++i) {
+                // out_i = sum_j w_ij v_j  ->  dw_ij = dout_i · v_j,  dv_j += w_ij dout_i
+                for (std::size_t j = 0; j <= i; ++j) {
+                    T g = 0;
+                    for (std::size_t c = 0; c < d; ++c) {
+                        g += dout(b, h, i, c) * v(b, h, j, c);
+                        dv(b, h, j, c) += weights(b, h, i, j) * dout(b, h, i, c);
+                    }
+                    dw[j] = g;
+                }
+                // Softmax Jacobian-vector product: ds_ij = w_ij (dw_ij − sum_l w_il dw_il).
+                T dot = 0;
+                for (std::size_t j = 0; j <= i; ++j) dot += weights(b, h, i, j) * dw[j];
+                for (std::size_t j = 0; j <= i; ++j) dw[j] = weights(b, h, i, j) * (dw[j] - dot);
+                // s_ij = scale · q_i · k_j  ->  dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i
+                for (std::size_t j = 0; j <= i; ++j) {
+                    const T ds = dw[j] * scale;
+                    for (std::size_t c = 0; c < d; ++c) {
+                        dq(b, h, i, c) += ds * k(b, h, j, c);
+                        dk(b, h, j, c) += ds * q(b, h, i, c);
+                    }
+                }
+                // Keys j > i were hidden: weight 0, no gradient flows to them from query i.
+            }
+        }
+    }
+}
+
+// ---- Embedding backward ---------------------------------------------------------------------
+
+template <class T>
+void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable) {
+    const char* f = "wb::embedding_backward";
+    const std::size_t B = ids.shape(0), Tn = ids.shape(1);
+    const std::size_t V = dtable.shape(0), D = dtable.shape(1);
+    need(f, "dout [B*T, D]", dout, {B * Tn, D},
+         "B*T rows from ids [B, T] = " + shape_str(ids.shape()) + ", D from dtable [V, D] = " +
+             shape_str(dtable.shape()));
+    // Check every id before touching dtable, so that an error leaves it unchanged.
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t t = 0; t < Tn; ++t) {
+            const std::int64_t id = ids(b, t);
+            if (id < 0 || id >= static_cast<std::int64_t>(V)) {
+                throw ValueError(std::string(f) + ": ids[" + std::to_string(b) + ", " +
+                                 std::to_string(t) + "] = " + std::to_string(id) +
+                                 " is outside [0, V) = [0, " + std::to_string(V) + ")");
+            }
+        }
+    }
+    // The forward copied row ids[b, t] of the table; its gradient flows back there. A token
+    // that occurs several times gets the SUM of its rows' gradients (+=, never =).
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t t = 0; t < Tn; ++t) {
+            const std::size_t row = b * Tn + t;                     // row of dout
+            const auto id = static_cast<std::size_t>(ids(b, t));   // row of dtable
+            for (std::size_t c = 0; c < D; ++c) dtable(id, c) += dout(row, c);
+        }
+    }
+}
+
+// ---- Cross entropy from raw logits -----------------------------------------------------------
+
+template <class T>
+T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                        std::int64_t ignore_index) {
+    const std::size_t valid = check_targets("wb::cross_entropy_forward", logits, targets, ignore_index);
+    const std::size_t N = logits.shape(0), V = logits.shape(1);
+    if (valid == 0) return T(0);  // nothing to learn from: 0, not 0/0
+    T total = 0;
+    for (std::size_t n = 0; n < N; ++n) {
+        if (targets(n) == ignore_index) continue;  // padding: not part of the loss
+        const T* z = &logits(n, 0);                // [V] raw logits of row n
+        const auto t = static_cast<std::size_t>(targets(n));
+        // −log softmax(z)[t] = logsumexp(z) − z[t], without ever forming the probabilities
+        total += logsumexp(z, V) - z[t];
+    }
+    return total / static_cast<T>(valid);  // mean over the VALID rows
+}
+
+template <class T>
+Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                              std::int64_t ignore_index) {
+    const std::size_t valid = check_targets("wb::cross_entropy_backward", logits, targets, ignore_index);
+    const std::size_t N = logits.shape(0), V = logits.shape(1);
+    Mat<T> dlogits = xt::zeros<T>({N, V});  // [N, V]; ignored rows stay 0
+    for (std::size_t n = 0; n < N; ++n) {
+        if (targets(n) == ignore_index) continue;
+        T* g = &dlogits(n, 0);
+        softmax_row(&logits(n, 0), g, V);                       // g = softmax(z)
+        g[static_cast<std::size_t>(targets(n))] -= T(1);        // − onehot(target)
+        for (std::size_t j = 0; j < V; ++j) g[j] /= static_cast<T>(valid);  // of the mean
+    }
+    return dlogits;
+}
+
+// ---- The two instantiations: float for training, double for the gradient checks -------------
+
+#define WB_INSTANTIATE_LAYERS(T)                                                                  \
+    template Mat<T> linear_forward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&);              \
+    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,       \
+                                     Mat<T>&, Vec<T>&);                                          \
+    template Mat<T> layer_norm_forward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, T,        \
+                                          Vec<T>&, Vec<T>&);                                     \
+    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&,            \
+                                         const Vec<T>&, const Vec<T>&, Mat<T>&, Vec<T>&,         \
+                                         Vec<T>&);                                               \
+    template Mat<T> gelu_forward<T>(const Mat<T>&);                                              \
+    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                              \
+    template Cube<T> causal_attention_forward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&, \
+                                                 Cube<T>&);                                      \
+    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,   \
+                                               const Cube<T>&, const Cube<T>&, Cube<T>&,         \
+                                               Cube<T>&, Cube<T>&);                              \
+    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                \
+    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,      \
+                                        std::int64_t);                                           \
+    template Mat<T> cross_entropy_backward<T>(const Mat<T>&,                                     \
+                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t);
+
+WB_INSTANTIATE_LAYERS(float)
+WB_INSTANTIATE_LAYERS(double)
+
+#undef WB_INSTANTIATE_LAYERS
+
+}  // namespace WB_IMPL
+}  // namespace wb

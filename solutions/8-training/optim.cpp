@@ -1,0 +1,106 @@
+// Chapter 8 — reference implementation: AdamW, step for step as torch.optim.AdamW
+// (torch/optim/adamw.py, _single_tensor_adamw, amsgrad off).
+#include "8-training/optim.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+namespace wb {
+inline namespace WB_IMPL {
+
+namespace {
+
+const std::string kAdamW = "wb::adamw_step";
+
+std::string value_str(float v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+void check_config(const AdamWConfig& c) {
+    auto bad = [](const char* field, float v, const char* expected) {
+        throw ValueError(kAdamW + ": " + field + " = " + value_str(v) + ", expected " + expected);
+    };
+    if (!(c.lr > 0.0f)) bad("lr", c.lr, "> 0");
+    if (!(c.beta1 >= 0.0f && c.beta1 < 1.0f)) bad("beta1", c.beta1, "in [0, 1)");
+    if (!(c.beta2 >= 0.0f && c.beta2 < 1.0f)) bad("beta2", c.beta2, "in [0, 1)");
+    if (!(c.eps > 0.0f)) bad("eps", c.eps, "> 0");
+    if (!(c.weight_decay >= 0.0f)) bad("weight_decay", c.weight_decay, ">= 0");
+}
+
+}  // namespace
+
+template <class T>
+void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+                const AdamWConfig& config) {
+    check_config(config);
+    std::vector<ParamRef<T>> p = parameters(params);
+    const std::vector<ParamRef<const T>> g = parameters(grads);
+    if (g.size() != p.size()) {
+        throw ShapeError(kAdamW + ": grads have " + std::to_string(g.size()) +
+                         " tensors, params have " + std::to_string(p.size()));
+    }
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        if (g[i].shape != p[i].shape) {
+            throw ShapeError(kAdamW + ": grad of " + p[i].name + " has shape " +
+                             shape_str(g[i].shape) + ", the parameter has shape " +
+                             shape_str(p[i].shape));
+        }
+    }
+
+    // First step: the moments start at 0 (which is why they need the bias correction).
+    if (state.step == 0 && state.m.empty() && state.v.empty()) {
+        for (const ParamRef<T>& r : p) {
+            Vec<T> zeros = Vec<T>::from_shape({r.size});  // [size], flat like the parameter
+            zeros.fill(T(0));
+            state.m.push_back(zeros);
+            state.v.push_back(zeros);
+        }
+    }
+    if (state.m.size() != p.size() || state.v.size() != p.size()) {
+        throw ShapeError(kAdamW + ": the state has " + std::to_string(state.m.size()) + " m and " +
+                         std::to_string(state.v.size()) + " v tensors, params have " +
+                         std::to_string(p.size()) + " (a state of another model?)");
+    }
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        if (state.m[i].size() != p[i].size || state.v[i].size() != p[i].size) {
+            throw ShapeError(kAdamW + ": the state of " + p[i].name + " has " +
+                             std::to_string(state.m[i].size()) + " m and " +
+                             std::to_string(state.v[i].size()) + " v values, the parameter has " +
+                             std::to_string(p[i].size) + " elements (a state of another model?)");
+        }
+    }
+
+    state.step += 1;
+    const T lr = config.lr, beta1 = config.beta1, beta2 = config.beta2, eps = config.eps;
+    const T wd = config.weight_decay;
+    const T t = static_cast<T>(state.step);
+    const T bias_correction1 = T(1) - std::pow(beta1, t);
+    const T bias_correction2_sqrt = std::sqrt(T(1) - std::pow(beta2, t));
+    const T step_size = lr / bias_correction1;
+
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        T* w = p[i].data;
+        const T* dw = g[i].data;
+        T* m = state.m[i].data();
+        T* v = state.v[i].data();
+        for (std::size_t j = 0; j < p[i].size; ++j) {
+            w[j] *= T(1) - lr * wd;  // decoupled weight decay: shrink p itself, not its gradient
+            m[j] = beta1 * m[j] + (T(1) - beta1) * dw[j];
+            v[j] = beta2 * v[j] + (T(1) - beta2) * dw[j] * dw[j];
+            // p -= lr · m̂ / (sqrt(v̂) + eps), with m̂ = m / bc1 and sqrt(v̂) = sqrt(v) / sqrt(bc2)
+            const T denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
+            w[j] -= step_size * m[j] / denom;
+        }
+    }
+}
+
+template void adamw_step<float>(GptParams<float>&, const GptParams<float>&, AdamWState<float>&,
+                                const AdamWConfig&);
+template void adamw_step<double>(GptParams<double>&, const GptParams<double>&,
+                                 AdamWState<double>&, const AdamWConfig&);
+
+}  // namespace WB_IMPL
+}  // namespace wb
