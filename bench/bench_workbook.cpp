@@ -53,7 +53,8 @@ void timed(benchmark::State& state, const Kernels& kernels, Call call, double fl
         state.SkipWithError(e.what());
         return;
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    // Shown as GFLOP=…/s: the counter is a rate (billions of floating-point operations a second).
+    if (flops > 0) state.counters["GFLOP"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 const Kernels& pick(benchmark::State& state) {
