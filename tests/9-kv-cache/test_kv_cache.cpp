@@ -1,0 +1,379 @@
+#include "check.hpp"
+#include "9-kv-cache/kv_cache.hpp"
+#include "8-training/layers.hpp"
+#include "8-training/model.hpp"
+#include "model_fixture.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+// Reference for the cache: chapter 8's gpt_logits, the full forward over the whole sequence
+// (notes §18: "compare one full forward with the step-by-step KV cache"). By causality, row
+// b·T + t of the full forward is the prediction after the prefix [0, t], which is exactly what
+// prefill / decode_step must return at position t.
+//
+// Tolerance 1e-5 (absolute + relative): both sides are float32 with the same operations,
+// summed in a different order (a BLAS dot against a loop), a few ulps apart for logits of size ~1.
+
+namespace {
+
+using wbtest::row_of;
+using wbtest::small_config;
+using wbtest::small_model;
+
+constexpr double kTol = 1e-5;
+
+// Two sequences of 8 tokens (= T_max) over V = 11 (arbitrary ids, every one used once at least).
+wb::TokenIds two_sequences() {
+    return wb::TokenIds{{3, 1, 4, 1, 5, 9, 2, 6}, {10, 0, 7, 7, 3, 8, 2, 5}};
+}
+
+wb::TokenIds prefix(const wb::TokenIds& ids, std::size_t T) {
+    wb::TokenIds out = wb::TokenIds::from_shape({ids.shape(0), T});
+    for (std::size_t b = 0; b < ids.shape(0); ++b)
+        for (std::size_t t = 0; t < T; ++t) out(b, t) = ids(b, t);
+    return out;
+}
+
+// Rows b·T + t of the full-forward logits for every b: the [B, V] a step at position t returns.
+wb::Mat<float> full_rows_at(const wb::Mat<float>& full, std::size_t B, std::size_t T,
+                            std::size_t t) {
+    wb::Mat<float> out = wb::Mat<float>::from_shape({B, full.shape(1)});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t j = 0; j < full.shape(1); ++j) out(b, j) = full(b * T + t, j);
+    return out;
+}
+
+// Position t of a [B, H, T_max, d] cache, as [B, H, d].
+xt::xtensor<float, 3> slot(const wb::Cube<float>& c, std::size_t t) {
+    xt::xtensor<float, 3> out = xt::xtensor<float, 3>::from_shape({c.shape(0), c.shape(1), c.shape(3)});
+    for (std::size_t b = 0; b < c.shape(0); ++b)
+        for (std::size_t h = 0; h < c.shape(1); ++h)
+            for (std::size_t e = 0; e < c.shape(3); ++e) out(b, h, e) = c(b, h, t, e);
+    return out;
+}
+
+double max_abs(const wb::Cube<float>& c) {
+    double m = 0.0;
+    for (float x : c) m = std::max(m, static_cast<double>(std::fabs(x)));
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("make_kv_cache allocates zeroed K and V of shape B, H, T_max, d for every layer") {
+    const wb::GptConfig c{11, 8, 8, 2, 3};  // L = 3 layers
+    const wb::KvCache cache = wb::make_kv_cache(c, 2);
+    INFO("expected " << c.L << " K and " << c.L << " V tensors (one per layer), got "
+                     << cache.k.size() << " and " << cache.v.size()
+                     << ". Hint: every layer needs its own K and V.");
+    REQUIRE(cache.k.size() == 3);
+    REQUIRE(cache.v.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+        WB_CHECK_SHAPE(cache.k[l], (wb::Shape{2, 2, 8, 4}), "K cache must be [B, H, T_max, d], d = D / H");
+        WB_CHECK_SHAPE(cache.v[l], (wb::Shape{2, 2, 8, 4}), "V cache must be [B, H, T_max, d], d = D / H");
+        WB_CHECK_CLOSE(cache.k[l], xt::zeros<float>({2, 2, 8, 4}), 0.0, "a new cache holds zeros");
+        WB_CHECK_CLOSE(cache.v[l], xt::zeros<float>({2, 2, 8, 4}), 0.0, "a new cache holds zeros");
+    }
+    INFO("a new cache has length " << cache.length << ", expected 0");
+    CHECK(cache.length == 0);
+}
+
+TEST_CASE("kv_cache_elements and kv_cache_bytes follow 2 L B T_max D") {
+    // By hand: L = 4, B = 16, T_max = 128, D = 128 (H = 4):
+    //   2·4·16·128·128 = 2,097,152 floats = 8,388,608 bytes = 8 MiB (python: 2*4*16*128*128*4 / 2**20).
+    const wb::GptConfig c{1000, 128, 128, 4, 4};
+    const std::size_t elements = wb::kv_cache_elements(c, 16);
+    const std::size_t bytes = wb::kv_cache_bytes(c, 16);
+    INFO("kv_cache_elements = " << elements << ", expected 2097152 (= 2·L·B·T_max·D). Hint: K and V "
+         "(the 2), every layer (L); D = H·d, so do not multiply by H again.");
+    CHECK(elements == 2097152u);
+    INFO("kv_cache_bytes = " << bytes << ", expected 8388608 = 8 MiB (elements · sizeof(float) = 4)");
+    CHECK(bytes == 8388608u);
+
+    // GPT-2 small by hand: L = 12, D = 768, T_max = 1024, B = 1:
+    //   2·12·1·1024·768 = 18,874,368 floats = 75,497,472 bytes = 72 MiB.
+    const wb::GptConfig gpt2{50257, 1024, 768, 12, 12};
+    INFO("GPT-2 small: kv_cache_elements = " << wb::kv_cache_elements(gpt2, 1) << ", expected 18874368");
+    CHECK(wb::kv_cache_elements(gpt2, 1) == 18874368u);
+    CHECK(wb::kv_cache_bytes(gpt2, 1) == 75497472u);
+
+    // The formula counts what make_kv_cache allocates (L = 2, B = 3, T_max = 8, D = 8: 768).
+    const wb::GptConfig small = small_config();
+    const wb::KvCache cache = wb::make_kv_cache(small, 3);
+    std::size_t allocated = 0;
+    for (std::size_t l = 0; l < cache.k.size(); ++l) allocated += cache.k[l].size() + cache.v[l].size();
+    INFO("make_kv_cache allocated " << allocated << " floats, expected 2·2·3·8·8 = 768");
+    CHECK(allocated == 768u);
+    CHECK(wb::kv_cache_elements(small, 3) == 768u);
+}
+
+TEST_CASE("prefill returns the last position's logits of the full forward") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 1);
+    const wb::TokenIds prompt = prefix(two_sequences(), 5);  // [2, 5]
+    const wb::Mat<float> full = wb::gpt_logits(p, c, prompt);  // [10, V], chapter 8
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    const wb::Mat<float> logits = wb::prefill(p, c, prompt, cache);
+    WB_CHECK_SHAPE(logits, (wb::Shape{2, 11}), "prefill returns [B, V]: only the last position predicts");
+    WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 5, 4), kTol,
+                   "prefill must equal rows b·T + T-1 of gpt_logits: the LAST position of each "
+                   "sequence (not the first), through the final LayerNorm and lm_head");
+    INFO("after a prefill of T = 5 tokens, cache.length = " << cache.length << ", expected 5");
+    CHECK(cache.length == 5);
+}
+
+TEST_CASE("prefill then decode_step matches the full forward at every position") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 2);
+    const wb::TokenIds ids = two_sequences();              // [2, 8]
+    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [16, V], chapter 8
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::Mat<float> logits = wb::prefill(p, c, prefix(ids, 3), cache);
+    WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 8, 2), kTol, "prefill of 3 tokens: position 2");
+    for (std::size_t t = 3; t < 8; ++t) {
+        logits = wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+        INFO("decode_step at position t = " << t);
+        WB_CHECK_SHAPE(logits, (wb::Shape{2, 11}), "decode_step returns [B, V]");
+        WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 8, t), kTol,
+                       "decode_step must equal the full forward: the new token gets wpe[cache.length] "
+                       "(not wpe[0]), its query reads every cached position [0, t] including itself, "
+                       "and layer l reads only cache.k[l], cache.v[l]");
+        INFO("cache.length after the step = " << cache.length << ", expected " << t + 1
+                                             << ". Hint: did you forget length += 1?");
+        CHECK(cache.length == t + 1);
+    }
+}
+
+TEST_CASE("decoding from a one-token prompt matches the full forward") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 3);
+    const wb::TokenIds ids = two_sequences();
+    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [16, V]
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::Mat<float> logits = wb::prefill(p, c, prefix(ids, 1), cache);
+    WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 8, 0), kTol,
+                   "a 1-token prompt: its query reads only itself (position 0)");
+    for (std::size_t t = 1; t < 8; ++t) {
+        logits = wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+        INFO("decode_step at position t = " << t);
+        WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 8, t), kTol,
+                       "step-by-step decode must equal the full forward (notes §18): check the "
+                       "position row, the history read from the cache and the cache advance");
+    }
+}
+
+TEST_CASE("decode_step on an empty cache equals prefill of one token") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 4);
+    const wb::TokenIds ids = two_sequences();
+    const wb::Mat<float> full = wb::gpt_logits(p, c, prefix(ids, 2));  // [4, V]
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::decode_step(p, c, {ids(0, 0), ids(1, 0)}, cache);
+    const wb::Mat<float> logits = wb::decode_step(p, c, {ids(0, 1), ids(1, 1)}, cache);
+    WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 2, 1), kTol,
+                   "two decode steps from an empty cache are the first two positions");
+}
+
+TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and V") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 5);
+    const wb::TokenIds prompt = prefix(two_sequences(), 4);  // [2, 4]
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prompt, cache);
+
+    // Layer 0's keys and values, computed here with chapter 8's layers:
+    // x = wte[id] + wpe[t];  k = LN1(x) w_kᵀ + b_k;  head h is columns [h·d, (h+1)·d).
+    const std::size_t B = 2, T = 4, D = 8, d = 4;
+    wb::Mat<float> x = wb::Mat<float>::from_shape({B * T, D});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t j = 0; j < D; ++j)
+                x(b * T + t, j) = p.wte(static_cast<std::size_t>(prompt(b, t)), j) + p.wpe(t, j);
+    wb::Vec<float> mean, rstd;
+    const wb::Mat<float> ln1 = wb::layer_norm_forward(x, p.blocks[0].ln1_g, p.blocks[0].ln1_b,
+                                                      static_cast<float>(wb::kGptLayerNormEps), mean, rstd);
+    const wb::Mat<float> k = wb::linear_forward(ln1, p.blocks[0].w_k, p.blocks[0].b_k);
+    const wb::Mat<float> v = wb::linear_forward(ln1, p.blocks[0].w_v, p.blocks[0].b_v);
+    wb::Cube<float> k_expected = xt::zeros<float>({B, std::size_t{2}, std::size_t{8}, d});
+    wb::Cube<float> v_expected = xt::zeros<float>({B, std::size_t{2}, std::size_t{8}, d});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t e = 0; e < d; ++e) {
+                    k_expected(b, h, t, e) = k(b * T + t, h * d + e);
+                    v_expected(b, h, t, e) = v(b * T + t, h * d + e);
+                }
+    WB_CHECK_CLOSE(cache.k[0], k_expected, kTol,
+                   "cache.k[0] must hold layer 0's keys at [b, h, t, :]: did layer 1 overwrite "
+                   "layer 0's cache (one cache shared by all layers), or are the heads laid out "
+                   "wrongly (head h is columns h·d .. h·d + d - 1)?");
+    WB_CHECK_CLOSE(cache.v[0], v_expected, kTol, "cache.v[0] must hold layer 0's values");
+
+    const double k_diff = max_abs(cache.k[0] - cache.k[1]);
+    const double v_diff = max_abs(cache.v[0] - cache.v[1]);
+    INFO("max |cache.k[0] - cache.k[1]| = " << k_diff << ", max |cache.v[0] - cache.v[1]| = " << v_diff
+         << ". Hint: layer 1 computes its keys from ITS input (the output of block 0) with ITS "
+            "weights; one cache for all layers is the mistake of notes §16.");
+    CHECK(k_diff > 1e-2);
+    CHECK(v_diff > 1e-2);
+    INFO("max |cache.k[1]| = " << max_abs(cache.k[1]) << ": layer 1's cache must be filled too");
+    CHECK(max_abs(cache.k[1]) > 1e-2);
+}
+
+TEST_CASE("prefill fills exactly the first T positions and leaves the rest zero") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 6);
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(two_sequences(), 3), cache);
+    for (std::size_t l = 0; l < c.L; ++l) {
+        for (std::size_t t = 0; t < c.T_max; ++t) {
+            const double k_mag = max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
+            const double v_mag = max_abs(wb::Cube<float>(xt::view(cache.v[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
+            INFO("layer " << l << ", position " << t << ": max |k| = " << k_mag << ", max |v| = "
+                          << v_mag << " after a prefill of T = 3 (positions 0, 1, 2 filled)");
+            if (t < 3) {
+                CHECK(k_mag > 1e-3);
+                CHECK(v_mag > 1e-3);
+            } else {
+                CHECK(k_mag == 0.0);
+                CHECK(v_mag == 0.0);
+            }
+        }
+    }
+}
+
+TEST_CASE("the cache is allocated once: its buffers never move across decode steps") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 7);
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    std::vector<const float*> k_ptr, v_ptr;
+    for (std::size_t l = 0; l < c.L; ++l) {
+        k_ptr.push_back(cache.k[l].data());
+        v_ptr.push_back(cache.v[l].data());
+    }
+    const wb::TokenIds ids = two_sequences();
+    wb::prefill(p, c, prefix(ids, 2), cache);
+    for (std::size_t t = 2; t < 8; ++t) {
+        wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+        for (std::size_t l = 0; l < c.L; ++l) {
+            INFO("after decode at position " << t << ", layer " << l
+                 << ": the K or V buffer moved or changed shape. Hint: write into the [B, H, T_max, d] "
+                    "buffers of make_kv_cache; never concatenate a new tensor each step.");
+            CHECK(cache.k[l].data() == k_ptr[l]);
+            CHECK(cache.v[l].data() == v_ptr[l]);
+            CHECK(cache.k[l].shape(2) == 8);
+        }
+    }
+}
+
+TEST_CASE("decoding more tokens never changes earlier cache entries") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 8);
+    const wb::TokenIds ids = two_sequences();
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(ids, 3), cache);
+    for (std::size_t t = 3; t < 8; ++t) {
+        const wb::KvCache before = cache;  // copy of every layer
+        wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+        for (std::size_t l = 0; l < c.L; ++l) {
+            for (std::size_t s = 0; s < t; ++s) {
+                INFO("decode at position " << t << " changed layer " << l << "'s history at position " << s);
+                WB_CHECK_CLOSE(slot(cache.k[l], s), slot(before.k[l], s), 0.0,
+                               "history positions never change (notes §16): write only at "
+                               "position cache.length");
+                WB_CHECK_CLOSE(slot(cache.v[l], s), slot(before.v[l], s), 0.0,
+                               "history positions never change (notes §16)");
+            }
+            INFO("layer " << l << ": position " << t << " must be written by this step");
+            CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all()))) > 1e-3);
+        }
+    }
+}
+
+TEST_CASE("make_kv_cache rejects B = 0 and an invalid config") {
+    WB_CHECK_THROWS(wb::ShapeError, wb::make_kv_cache(small_config(), 0),
+                    "a cache needs at least one sequence", "wb::make_kv_cache", "B = 0");
+    WB_CHECK_THROWS(wb::ShapeError, wb::make_kv_cache(wb::GptConfig{11, 8, 8, 3, 2}, 1),
+                    "H must divide D", "wb::make_kv_cache", "H = 3", "D = 8");
+    WB_CHECK_THROWS(wb::ShapeError, wb::make_kv_cache(wb::GptConfig{11, 8, 8, 2, 0}, 1),
+                    "L = 0 layers is not a model", "wb::make_kv_cache", "L = 0");
+}
+
+TEST_CASE("prefill rejects bad prompts, a used cache and a cache of the wrong shape") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 9);
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+
+    const wb::TokenIds empty = wb::TokenIds::from_shape({2, 0});
+    WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, empty, cache),
+                    "an empty prompt has no last position", "wb::prefill", "[2, 0]");
+    wb::TokenIds too_long = xt::zeros<std::int64_t>({2, 9});
+    WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, too_long, cache),
+                    "T > T_max: wpe and the cache have T_max rows", "wb::prefill", "T = 9", "T_max = 8");
+    wb::TokenIds bad_id = xt::zeros<std::int64_t>({2, 3});
+    bad_id(1, 2) = 11;
+    WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, bad_id, cache),
+                    "ids must be in [0, V)", "wb::prefill", "[1, 2]", "11");
+    const wb::TokenIds three = xt::zeros<std::int64_t>({3, 2});
+    WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, three, cache),
+                    "the cache was made for B = 2 sequences", "wb::prefill", "[2, 2, 8, 4]", "[3, 2, 8, 4]");
+    wb::KvCache one_layer = cache;
+    one_layer.k.pop_back();
+    one_layer.v.pop_back();
+    WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, prefix(two_sequences(), 2), one_layer),
+                    "one K and V per layer", "wb::prefill", "L = 2");
+
+    wb::prefill(p, c, prefix(two_sequences(), 2), cache);
+    WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, prefix(two_sequences(), 2), cache),
+                    "prefill starts a generation: it needs an empty cache", "wb::prefill", "length = 2");
+
+    wb::GptParams<float> short_model = p;
+    short_model.blocks.pop_back();
+    wb::KvCache fresh = wb::make_kv_cache(c, 2);
+    WB_CHECK_THROWS(wb::ShapeError, wb::prefill(short_model, c, prefix(two_sequences(), 2), fresh),
+                    "params must have L blocks", "wb::prefill", "L = 2");
+}
+
+TEST_CASE("decode_step on a full cache throws ValueError naming T_max") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 10);
+    const wb::TokenIds ids = two_sequences();
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(ids, 7), cache);
+    wb::decode_step(p, c, {ids(0, 7), ids(1, 7)}, cache);  // position 7, the last one
+    INFO("after 8 positions the cache length is " << cache.length << ", expected 8");
+    CHECK(cache.length == 8);
+    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {1, 2}, cache),
+                    "position T_max does not exist: the cache and wpe end at T_max - 1",
+                    "wb::decode_step", "T_max = 8");
+}
+
+TEST_CASE("decode_step rejects a wrong number of tokens, bad ids and a malformed cache") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 11);
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(two_sequences(), 2), cache);
+    WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1, 2, 3}, cache),
+                    "one new token per sequence", "wb::decode_step", "3", "B = 2");
+    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {1, -1}, cache),
+                    "ids must be in [0, V)", "wb::decode_step", "-1", "[0, 11)");
+    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {11, 0}, cache),
+                    "ids must be in [0, V)", "wb::decode_step", "11");
+    wb::KvCache bad = cache;
+    bad.v[1] = xt::zeros<float>({2, 2, 4, 4});
+    WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1, 2}, bad),
+                    "every layer's V must be [B, H, T_max, d]", "wb::decode_step", "[2, 2, 4, 4]");
+    INFO("a rejected step must not advance the cache: length = " << cache.length << ", expected 2");
+    CHECK(cache.length == 2);
+}
