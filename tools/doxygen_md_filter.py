@@ -24,7 +24,13 @@ def convert_prose(text):
     return "".join(parts)
 
 
+LANGUAGE_SWITCH = re.compile(r"^English \| \[中文\]\(README\.zh\.md\)[ \t]*$", re.M)
+
+
 def convert(text):
+    # The site is the English edition: the link to the Chinese file (not part of the site) goes,
+    # its line stays empty so that line numbers do not move.
+    text = LANGUAGE_SWITCH.sub("", text)
     out, last = [], 0
     for fence in FENCE.finditer(text):
         out.append(convert_prose(text[last:fence.start()]))
