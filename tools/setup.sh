@@ -2,7 +2,7 @@
 # Installs everything the workbook needs on Debian 12 (bookworm), from Debian's packages.
 # Idempotent: packages already installed are left alone. Run as root, or with sudo.
 #
-#   sudo tools/setup.sh            install what is missing and say what
+#   tools/setup.sh                 install what is missing and say what (sudo if not root)
 #   tools/setup.sh --check         only list what is missing (exit 1 if anything is)
 set -euo pipefail
 
