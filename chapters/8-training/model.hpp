@@ -129,6 +129,26 @@ struct NextToken {
 /// The epsilon of every LayerNorm in the model (PyTorch's default).
 inline constexpr double kGptLayerNormEps = 1e-5;
 
+/// Formats a configuration for error messages: `{V = 11, T_max = 8, D = 12, H = 3, L = 2}`.
+inline std::string config_str(const GptConfig& c) {
+    return "{V = " + std::to_string(c.V) + ", T_max = " + std::to_string(c.T_max) +
+           ", D = " + std::to_string(c.D) + ", H = " + std::to_string(c.H) +
+           ", L = " + std::to_string(c.L) + "}";
+}
+
+/// Raises a ShapeError from `fn` unless every size of `c` is at least 1 and H divides D.
+/// Given code, shared by the model (this chapter) and the KV cache (chapter 9).
+inline void require_valid_config(const std::string& fn, const GptConfig& c) {
+    if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0) {
+        throw ShapeError(fn + ": config " + config_str(c) + ": expected V, T_max, D, H, L >= 1");
+    }
+    if (c.D % c.H != 0) {
+        throw ShapeError(fn + ": config " + config_str(c) + ": H = " + std::to_string(c.H) +
+                         " does not divide D = " + std::to_string(c.D) +
+                         " (each head has width d = D / H)");
+    }
+}
+
 /// @}
 
 inline namespace WB_IMPL {

@@ -16,21 +16,6 @@ namespace {
 
 std::string num(std::size_t n) { return std::to_string(n); }
 
-std::string config_str(const GptConfig& c) {
-    return "{V = " + num(c.V) + ", T_max = " + num(c.T_max) + ", D = " + num(c.D) +
-           ", H = " + num(c.H) + ", L = " + num(c.L) + "}";
-}
-
-void check_config(const std::string& fn, const GptConfig& c) {
-    if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": expected V, T_max, D, H, L >= 1");
-    }
-    if (c.D % c.H != 0) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": H = " + num(c.H) +
-                         " does not divide D = " + num(c.D) + " (each head has width d = D / H)");
-    }
-}
-
 // Every tensor of the model with the shape the config gives it, in parameters() order.
 template <class P>
 void check_params(const std::string& fn, const char* which, const std::vector<ParamRef<P>>& refs,
@@ -161,7 +146,7 @@ void forward_to_logits(const GptParams<T>& p, const GptConfig& c, const TokenIds
 
 template <class T>
 GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed) {
-    check_config("wb::init_gpt", config);
+    require_valid_config("wb::init_gpt", config);
     const std::size_t V = config.V, D = config.D;
     GptParams<T> p;
     p.wte = Mat<T>::from_shape({V, D});
@@ -275,7 +260,7 @@ template <class T>
 T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
               const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache) {
     const std::string fn = "wb::gpt_forward";
-    check_config(fn, config);
+    require_valid_config(fn, config);
     check_params(fn, "params", parameters(params), config);
     check_inputs(fn, inputs, config);
     require_shape(fn.c_str(), "targets [B, T]", targets,
@@ -305,7 +290,7 @@ T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenId
 template <class T>
 Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs) {
     const std::string fn = "wb::gpt_logits";
-    check_config(fn, config);
+    require_valid_config(fn, config);
     check_params(fn, "params", parameters(params), config);
     check_inputs(fn, inputs, config);
     GptCache<T> cache;
@@ -317,7 +302,7 @@ template <class T>
 void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
                   GptParams<T>& grads) {
     const std::string fn = "wb::gpt_backward";
-    check_config(fn, config);
+    require_valid_config(fn, config);
     check_params(fn, "params", parameters(params), config);
     check_params(fn, "grads", parameters(static_cast<const GptParams<T>&>(grads)), config);
     if (!cache.has_loss || cache.blocks.size() != config.L) {

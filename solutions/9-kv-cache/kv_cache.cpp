@@ -16,23 +16,8 @@ namespace {
 
 std::string num(std::size_t n) { return std::to_string(n); }
 
-std::string config_str(const GptConfig& c) {
-    return "{V = " + num(c.V) + ", T_max = " + num(c.T_max) + ", D = " + num(c.D) +
-           ", H = " + num(c.H) + ", L = " + num(c.L) + "}";
-}
-
-void check_config(const std::string& fn, const GptConfig& c) {
-    if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": expected V, T_max, D, H, L >= 1");
-    }
-    if (c.D % c.H != 0) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": H = " + num(c.H) +
-                         " does not divide D = " + num(c.D) + " (each head has width d = D / H)");
-    }
-}
-
 void check_model(const std::string& fn, const GptParams<float>& p, const GptConfig& c) {
-    check_config(fn, c);
+    require_valid_config(fn, c);
     if (p.blocks.size() != c.L) {
         throw ShapeError(fn + ": params has " + num(p.blocks.size()) + " blocks, expected L = " +
                          num(c.L) + " for config " + config_str(c));
@@ -148,7 +133,7 @@ Mat<float> forward_new_tokens(const GptParams<float>& p, const GptConfig& c, con
 
 KvCache make_kv_cache(const GptConfig& config, std::size_t B) {
     const std::string fn = "wb::make_kv_cache";
-    check_config(fn, config);
+    require_valid_config(fn, config);
     if (B == 0) {
         throw ShapeError(fn + ": B = 0 sequences, expected B >= 1");
     }
