@@ -1,0 +1,64 @@
+/// @file gpt_train.hpp
+/// @brief The mini-GPT's training step on preallocated buffers, with the capstone's attention
+/// kernel in place of the readable attention of chapter 8.
+///
+/// Given code (not an exercise): the same model and the same numbers as chapter 8's
+/// gpt_forward / gpt_backward, organised for speed like llm.c: every activation buffer is
+/// allocated once for a batch shape, the Linear layers go through BLAS, and the attention is
+/// wb::attention_forward / wb::attention_backward — the learner's kernel once it passes,
+/// the reference otherwise.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "8-training/model.hpp"
+
+namespace wb::minigpt {
+
+/// @defgroup minigpt The mini-GPT program (given)
+/// @{
+
+/// One training (or evaluation) step of a GPT of a fixed shape on batches `[B, T]`.
+/// ```
+///   GptTrainer trainer(config, B, T);
+///   float loss = trainer.forward(params, inputs, targets);  // keeps the activations
+///   trainer.backward(params, grads);                         // grads += dloss/dparams
+/// ```
+class GptTrainer {
+public:
+    /// Allocates every activation buffer for batches of `batch` sequences of `seq_len` tokens.
+    /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
+    /// @throws ValueError if seq_len > config.T_max
+    GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len);
+    ~GptTrainer();
+    GptTrainer(GptTrainer&&) noexcept;
+    GptTrainer& operator=(GptTrainer&&) noexcept;
+
+    /// The forward with its loss, as wb::gpt_forward (targets equal to -1 are ignored).
+    /// @param params the model; its shapes must match the config
+    /// @param inputs `[B, T]` ids in `[0, V)`, the shape given to the constructor
+    /// @param targets `[B, T]` ids in `[0, V)` or -1
+    /// @return the mean cross entropy
+    /// @throws ShapeError if a shape differs from the constructor's or the config's
+    /// @throws ValueError if an id is out of range
+    float forward(const GptParams<float>& params, const TokenIds& inputs,
+                  const TokenIds& targets);
+
+    /// The backward of the last forward: the gradients are **added** into grads.
+    /// @param params the parameters the forward used
+    /// @param grads shaped like params
+    /// @throws ValueError if no forward ran since the trainer was made
+    void backward(const GptParams<float>& params, GptParams<float>& grads);
+
+    /// The model shape this trainer was made for.
+    const GptConfig& config() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// @}
+
+}  // namespace wb::minigpt
