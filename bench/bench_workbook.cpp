@@ -2,95 +2,471 @@
 //
 //   cmake --workflow --preset bench   (or: cmake --preset bench && cmake --build --preset bench)
 //   build/bench/bench/bench_workbook --benchmark_min_time=0.2
+//   build/bench/bench/bench_workbook --benchmark_filter=capstone --benchmark_format=json
 //
-// Each pair of rows times `yours` and `reference`. Before timing, your output is compared
-// with the reference's: a wrong or unfinished kernel is reported as an error, not timed.
+// Every benchmark is named <chapter>/<function>/<student|reference>/<shape>/threads:<n>, to
+// which Google Benchmark appends /real_time (times are wall-clock, so that the work of every
+// OpenMP thread counts; with --benchmark_repetitions, also _mean, _median …):
+// "student" is the implementation the build selected (yours, or the reference where you chose
+// it), "reference" is always the reference. Pair the two rows of a name to get your ratio
+// (`tools/workbook bench` does it from the JSON). Before timing, the student's output is
+// compared with the reference's: a wrong kernel is reported as "wrong result: …" and an
+// unfinished one as "not implemented: …", never timed.
+//
+// Counters: GFLOPs = useful floating-point work per second (billions), counting only what the
+// maths needs (for causal attention the T(T+1)/2 visible scores, not T²); extra_MiB = the most
+// heap memory one call allocated on top of what existed before it (outputs included for the
+// functions that return tensors; the raw capstone kernels write into buffers made beforehand,
+// so theirs is the kernel's own scratch); tokens_per_s for generation.
+// Threads: OpenMP and OpenBLAS are both set to the thread count of the name.
 #include <benchmark/benchmark.h>
+#include <omp.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <new>
 #include <random>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xview.hpp>
 
 #include "kernels.hpp"
+
+// ---- heap accounting: current and peak bytes allocated through operator new ------------------
+// Every allocation carries a 16-byte header holding its size (alignment kept at 16 bytes,
+// enough for float tensors and for the default new). Over-aligned new is not used here.
+namespace {
+std::atomic<std::size_t> g_heap_now{0};
+std::atomic<std::size_t> g_heap_peak{0};
+
+void* counted_alloc(std::size_t n) {
+    void* p = std::malloc(n + 16);
+    if (p == nullptr) throw std::bad_alloc();
+    *static_cast<std::size_t*>(p) = n;
+    const std::size_t now = g_heap_now.fetch_add(n) + n;
+    std::size_t peak = g_heap_peak.load();
+    while (now > peak && !g_heap_peak.compare_exchange_weak(peak, now)) {
+    }
+    return static_cast<char*>(p) + 16;
+}
+
+void counted_free(void* q) noexcept {
+    if (q == nullptr) return;
+    void* p = static_cast<char*>(q) - 16;
+    g_heap_now.fetch_sub(*static_cast<std::size_t*>(p));
+    std::free(p);
+}
+
+// Starts a measurement: the peak restarts from the current level, which is returned.
+std::size_t heap_reset_peak() {
+    const std::size_t now = g_heap_now.load();
+    g_heap_peak.store(now);
+    return now;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_alloc(n); }
+void* operator new[](std::size_t n) { return counted_alloc(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+    try {
+        return counted_alloc(n);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+
+// OpenBLAS's own thread count (xtensor-blas calls it for the matrix products). Weak, so that
+// the program still links against another BLAS.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
 
 using wbbench::Kernels;
+using Flat = std::vector<float>;
+
+void set_threads(int n) {
+    omp_set_num_threads(n);
+    if (openblas_set_num_threads != nullptr) openblas_set_num_threads(n);
+}
 
 template <class T>
-T random_tensor(const typename T::shape_type& shape, unsigned seed) {
+T random_tensor(const typename T::shape_type& shape, unsigned seed, float scale = 1.0f) {
     std::mt19937 gen(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::normal_distribution<float> normal(0.0f, scale);
     T t(shape);
     for (auto& v : t) v = normal(gen);
     return t;
 }
 
-// Empty when `yours` matches `reference`, otherwise why not.
-template <class A, class B>
-std::string mismatch(const A& yours, const B& reference) {
-    if (yours.shape() != reference.shape()) return "your output has the wrong shape";
-    auto y = yours.begin();
-    for (auto r = reference.begin(); r != reference.end(); ++r, ++y) {
-        if (!(std::fabs(*y - *r) <= 1e-4f + 1e-4f * std::fabs(*r))) return "your output differs from the reference";
+template <class E>
+Flat flat(const E& e) {
+    return Flat(e.begin(), e.end());
+}
+
+// Empty when `yours` matches `reference` (|y − r| <= tol·(1 + |r|) everywhere), else why not.
+std::string mismatch(const Flat& yours, const Flat& reference, double tol) {
+    if (yours.size() != reference.size()) {
+        return "wrong result: your output has " + std::to_string(yours.size()) +
+               " elements, the reference's " + std::to_string(reference.size());
+    }
+    for (std::size_t n = 0; n < yours.size(); ++n) {
+        const double y = yours[n], r = reference[n];
+        if (!(std::fabs(y - r) <= tol * (1.0 + std::fabs(r)))) {
+            std::ostringstream s;
+            s << "wrong result: element " << n << " is " << y << ", the reference gives " << r
+              << " (tolerance " << tol << ")";
+            return s.str();
+        }
     }
     return {};
 }
 
-// Runs `call(kernels)` in the timing loop after validating it against the reference.
-template <class Call>
-void timed(benchmark::State& state, const Kernels& kernels, Call call, double flops) {
+// One benchmark: `compute` returns the output to validate (run once per name), `call` is
+// what is timed.
+struct Case {
+    std::string chapter, function, shape;
+    int threads = 1;
+    double flops = 0;   // useful floating-point operations of one call (0: no GFLOPs counter)
+    double tokens = 0;  // tokens produced by one call (0: no tokens_per_s counter)
+    double tol = 1e-4;
+    std::function<Flat(const Kernels&)> compute;
+    std::function<void(const Kernels&)> call;
+    std::function<void(const Kernels&)> setup;  // optional, run before timing (not timed)
+};
+
+Case make_case(std::string chapter, std::string function, std::string shape, int threads = 1) {
+    Case c;
+    c.chapter = std::move(chapter);
+    c.function = std::move(function);
+    c.shape = std::move(shape);
+    c.threads = threads;
+    return c;
+}
+
+std::string name_of(const Case& c, bool student) {
+    return c.chapter + "/" + c.function + "/" + (student ? "student" : "reference") + "/" +
+           c.shape + "/threads:" + std::to_string(c.threads);
+}
+
+// The reference outputs, computed once per chapter/function/shape, and each student row's
+// verdict, computed once per name (Google Benchmark calls a benchmark several times).
+std::map<std::string, Flat>& expected_cache() {
+    static std::map<std::string, Flat> cache;
+    return cache;
+}
+std::map<std::string, std::string>& verdict_cache() {
+    static std::map<std::string, std::string> cache;
+    return cache;
+}
+
+void run_case(benchmark::State& state, const Case& c, bool student) {
+    const Kernels& kernels = student ? wbbench::kernels_impl() : wbbench::kernels_reference();
+    set_threads(c.threads);
     try {
-        const auto expected = call(wbbench::kernels_reference());
-        const auto got = call(kernels);
-        const std::string problem = mismatch(got, expected);
-        if (!problem.empty()) {
-            state.SkipWithError(problem.c_str());
-            return;
+        if (student) {
+            const std::string name = name_of(c, true);
+            auto verdict = verdict_cache().find(name);
+            if (verdict == verdict_cache().end()) {
+                const std::string key = c.chapter + "/" + c.function + "/" + c.shape;
+                auto expected = expected_cache().find(key);
+                if (expected == expected_cache().end()) {
+                    const Flat reference = c.compute(wbbench::kernels_reference());
+                    expected = expected_cache().emplace(key, reference).first;
+                }
+                std::string problem;
+                try {
+                    problem = mismatch(c.compute(kernels), expected->second, c.tol);
+                } catch (const wb::NotImplemented& e) {
+                    problem = std::string("not implemented: ") + e.what();
+                } catch (const std::exception& e) {
+                    problem = std::string("error: ") + e.what();
+                }
+                verdict = verdict_cache().emplace(name, problem).first;
+            }
+            if (!verdict->second.empty()) {
+                state.SkipWithError(verdict->second.c_str());
+                return;
+            }
         }
-        for (auto _ : state) benchmark::DoNotOptimize(call(kernels));
+        if (c.setup) c.setup(kernels);
+        std::size_t extra = 0;
+        bool first = true;
+        for (auto _ : state) {
+            if (first) {
+                const std::size_t base = heap_reset_peak();
+                c.call(kernels);
+                extra = g_heap_peak.load() - base;
+                first = false;
+            } else {
+                c.call(kernels);
+            }
+            benchmark::ClobberMemory();
+        }
+        state.counters["extra_MiB"] = static_cast<double>(extra) / (1024.0 * 1024.0);
     } catch (const std::exception& e) {
-        state.SkipWithError(e.what());
+        state.SkipWithError((std::string("error: ") + e.what()).c_str());
         return;
     }
-    // Shown as GFLOP=…/s: the counter is a rate (billions of floating-point operations a second).
-    if (flops > 0) state.counters["GFLOP"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    // Rates: the value per iteration, divided by the (wall-clock) time of one iteration.
+    const auto rate = benchmark::Counter::kIsIterationInvariantRate;
+    if (c.flops > 0) state.counters["GFLOPs"] = benchmark::Counter(c.flops * 1e-9, rate);
+    if (c.tokens > 0) state.counters["tokens_per_s"] = benchmark::Counter(c.tokens, rate);
 }
 
-const Kernels& pick(benchmark::State& state) {
-    return state.range(0) == 0 ? wbbench::kernels_impl() : wbbench::kernels_reference();
+std::vector<Case>& cases() {
+    static std::vector<Case> all;
+    return all;
 }
 
-// Softmax over the key axis of scores [B=1, H=8, T, T].
-void softmax(benchmark::State& state) {
-    const auto T = static_cast<std::size_t>(state.range(1));
-    const wb::Array scores = random_tensor<wb::Array>({1, 8, T, T}, 1);
-    state.SetLabel(state.range(0) == 0 ? "yours" : "reference");
-    timed(state, pick(state), [&](const Kernels& k) { return k.softmax(scores); }, 3.0 * 8 * T * T);
+std::string bhtd(std::size_t B, std::size_t H, std::size_t T, std::size_t d) {
+    return "B" + std::to_string(B) + "_H" + std::to_string(H) + "_T" + std::to_string(T) + "_d" +
+           std::to_string(d);
 }
 
-// Q Kᵀ for [B=1, H=8, T, d=64].
-void matmul(benchmark::State& state) {
-    const auto T = static_cast<std::size_t>(state.range(1));
-    const auto q = random_tensor<wb::Tensor4>({1, 8, T, 64}, 2);
-    const auto kt = random_tensor<wb::Tensor4>({1, 8, 64, T}, 3);
-    state.SetLabel(state.range(0) == 0 ? "yours" : "reference");
-    timed(state, pick(state), [&](const Kernels& k) { return k.matmul(q, kt); }, 2.0 * 8 * T * T * 64);
+// Useful work of causal attention: 2 multiply-adds per (visible score, c) for q·k and P·v.
+double causal_flops(std::size_t B, std::size_t H, std::size_t T, std::size_t d) {
+    return 4.0 * B * H * d * (static_cast<double>(T) * (T + 1) / 2);
 }
 
-// [B=4, T, D=512] into 8 heads.
-void split_heads(benchmark::State& state) {
-    const auto T = static_cast<std::size_t>(state.range(1));
-    const auto x = random_tensor<wb::Tensor3>({4, T, 512}, 4);
-    state.SetLabel(state.range(0) == 0 ? "yours" : "reference");
-    timed(state, pick(state), [&](const Kernels& k) { return k.split_heads(x, 8); }, 0.0);
+// ---- chapter 1 -------------------------------------------------------------------------------
+void add_chapter1() {
+    for (std::size_t T : {64, 256}) {
+        auto scores = std::make_shared<wb::Array>(random_tensor<wb::Array>({1, 8, T, T}, 1));
+        Case c = make_case("chapter1", "softmax", "B1_H8_T" + std::to_string(T));
+        c.flops = 3.0 * 8 * T * T;
+        c.compute = [scores](const Kernels& k) { return flat(k.softmax(*scores)); };
+        c.call = [scores](const Kernels& k) { benchmark::DoNotOptimize(k.softmax(*scores)); };
+        cases().push_back(c);
+
+        auto q = std::make_shared<wb::Tensor4>(random_tensor<wb::Tensor4>({1, 8, T, 64}, 2));
+        auto kt = std::make_shared<wb::Tensor4>(random_tensor<wb::Tensor4>({1, 8, 64, T}, 3));
+        Case m = make_case("chapter1", "matmul", bhtd(1, 8, T, 64));
+        m.flops = 2.0 * 8 * T * T * 64;
+        m.compute = [q, kt](const Kernels& k) { return flat(k.matmul(*q, *kt)); };
+        m.call = [q, kt](const Kernels& k) { benchmark::DoNotOptimize(k.matmul(*q, *kt)); };
+        cases().push_back(m);
+
+        auto x = std::make_shared<wb::Tensor3>(random_tensor<wb::Tensor3>({4, T, 512}, 4));
+        Case s = make_case("chapter1", "split_heads", "B4_T" + std::to_string(T) + "_D512_H8");
+        s.compute = [x](const Kernels& k) { return flat(k.split_heads(*x, 8)); };
+        s.call = [x](const Kernels& k) { benchmark::DoNotOptimize(k.split_heads(*x, 8)); };
+        cases().push_back(s);
+    }
+}
+
+// ---- chapters 4, 5, 6: the readable attention -------------------------------------------------
+void add_readable_attention() {
+    const std::size_t B = 1, H = 8, T = 1024, d = 64, D = H * d;
+    auto q = std::make_shared<wb::Tensor4>(random_tensor<wb::Tensor4>({B, H, T, d}, 11));
+    auto k = std::make_shared<wb::Tensor4>(random_tensor<wb::Tensor4>({B, H, T, d}, 12));
+    auto v = std::make_shared<wb::Tensor4>(random_tensor<wb::Tensor4>({B, H, T, d}, 13));
+    auto x = std::make_shared<wb::Tensor3>(random_tensor<wb::Tensor3>({B, T, D}, 14));
+    auto w = std::make_shared<std::vector<wb::Tensor2>>();
+    for (unsigned i = 0; i < 4; ++i)
+        w->push_back(random_tensor<wb::Tensor2>({D, D}, 15 + i, 1.0f / std::sqrt(float(D))));
+
+    for (int threads : {1, 2}) {
+        Case a = make_case("chapter4", "sdpa", bhtd(B, H, T, d), threads);
+        a.flops = 4.0 * B * H * T * T * d;  // q kᵀ and A v, every score
+        a.compute = [=](const Kernels& kr) { return flat(kr.sdpa(*q, *k, *v)); };
+        a.call = [=](const Kernels& kr) { benchmark::DoNotOptimize(kr.sdpa(*q, *k, *v)); };
+        cases().push_back(a);
+
+        Case m = make_case("chapter5", "self_attention",
+               "B" + std::to_string(B) + "_T" + std::to_string(T) + "_D" + std::to_string(D) +
+                   "_H" + std::to_string(H),
+               threads);
+        m.flops = 4 * 2.0 * B * T * D * D + 4.0 * B * T * T * D;  // 4 projections + attention
+        m.compute = [=](const Kernels& kr) { return flat(kr.self_attention(*x, *w, H)); };
+        m.call = [=](const Kernels& kr) { benchmark::DoNotOptimize(kr.self_attention(*x, *w, H)); };
+        cases().push_back(m);
+
+        Case c = make_case("chapter6", "causal_sdpa", bhtd(B, H, T, d), threads);
+        c.flops = causal_flops(B, H, T, d);  // the same useful work as the capstone kernel
+        c.compute = [=](const Kernels& kr) { return flat(kr.causal_sdpa(*q, *k, *v)); };
+        c.call = [=](const Kernels& kr) { benchmark::DoNotOptimize(kr.causal_sdpa(*q, *k, *v)); };
+        cases().push_back(c);
+    }
+}
+
+// ---- capstone: the fast kernel ------------------------------------------------------------------
+// Inputs and outputs of one shape, made once and shared by all its rows.
+struct KernelBuffers {
+    std::size_t B, H, T, d;
+    Flat q, k, v, dout, out, lse, dq, dk, dv;
+    KernelBuffers(std::size_t B_, std::size_t H_, std::size_t T_, std::size_t d_, bool backward)
+        : B(B_), H(H_), T(T_), d(d_) {
+        const std::size_t n = B * H * T * d;
+        std::mt19937 gen(21);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (Flat* f : {&q, &k, &v}) {
+            f->resize(n);
+            for (auto& e : *f) e = normal(gen);
+        }
+        out.assign(n, 0.0f);
+        lse.assign(B * H * T, 0.0f);
+        if (!backward) return;
+        dout.resize(n);
+        for (auto& e : dout) e = normal(gen);
+        for (Flat* f : {&dq, &dk, &dv}) f->assign(n, 0.0f);
+    }
+    bool has_forward = false;  // out and lse hold the reference forward of q, k, v
+    void forward(const Kernels& kr) {
+        has_forward = false;
+        kr.attention_forward(B, H, T, d, q.data(), k.data(), v.data(), out.data(), lse.data());
+        has_forward = &kr == &wbbench::kernels_reference();
+    }
+    void backward(const Kernels& kr) {
+        kr.attention_backward(B, H, T, d, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                              dout.data(), dq.data(), dk.data(), dv.data());
+    }
+};
+
+void add_capstone() {
+    struct S {
+        std::size_t B, H, T, d;
+        bool backward;
+    };
+    // B = 4, T = 4096 only forward: it shows the memory of a long sequence (no T × T buffer).
+    for (S s : {S{1, 8, 1024, 64, true}, S{4, 8, 1024, 64, true}, S{1, 8, 2048, 64, true},
+                S{4, 8, 4096, 64, false}}) {
+        // Made on first use and kept for the shape's other rows (B = 4, T = 4096 is 32 MiB a
+        // tensor), so that listing or filtering the benchmarks allocates nothing.
+        auto holder = std::make_shared<std::unique_ptr<KernelBuffers>>();
+        auto buffers = [holder, s]() -> KernelBuffers& {
+            if (!*holder) holder->reset(new KernelBuffers(s.B, s.H, s.T, s.d, s.backward));
+            return **holder;
+        };
+        for (int threads : {1, 2}) {
+            if (s.T == 4096 && threads == 1) continue;
+            Case f = make_case("capstone", "attention_forward", bhtd(s.B, s.H, s.T, s.d), threads);
+            f.flops = causal_flops(s.B, s.H, s.T, s.d);
+            f.compute = [buffers](const Kernels& kr) {
+                KernelBuffers& buf = buffers();
+                buf.forward(kr);
+                Flat r = buf.out;
+                r.insert(r.end(), buf.lse.begin(), buf.lse.end());
+                return r;
+            };
+            f.call = [buffers](const Kernels& kr) { buffers().forward(kr); };
+            cases().push_back(f);
+            if (!s.backward) continue;
+
+            Case b = make_case("capstone", "attention_backward", bhtd(s.B, s.H, s.T, s.d), threads);
+            b.flops = 2.5 * causal_flops(s.B, s.H, s.T, s.d);  // 5 products to the forward's 2
+            b.compute = [buffers](const Kernels& kr) {
+                // Both sides start from the reference forward, so only the backward is judged.
+                KernelBuffers& buf = buffers();
+                buf.forward(wbbench::kernels_reference());
+                buf.backward(kr);
+                Flat r = buf.dq;
+                r.insert(r.end(), buf.dk.begin(), buf.dk.end());
+                r.insert(r.end(), buf.dv.begin(), buf.dv.end());
+                return r;
+            };
+            b.call = [buffers](const Kernels& kr) {
+                KernelBuffers& buf = buffers();
+                // out and lse must come from a forward: a row that is run alone (a filter on
+                // the backward) runs the reference forward once first.
+                if (!buf.has_forward) buf.forward(wbbench::kernels_reference());
+                buf.backward(kr);
+            };
+            cases().push_back(b);
+        }
+    }
+}
+
+// ---- chapter 9: decoding with and without the KV cache ---------------------------------------
+// The mini-GPT of the capstone (V = 96, D = 128, H = 4, L = 4) with a 512-token context: the
+// next token's logits from decode_step on a cache of 511 positions, against gpt_logits
+// recomputing the whole 512-token prefix (which is what generation costs without a cache).
+void add_decode() {
+    const wb::GptConfig config{96, 512, 128, 4, 4};
+    const std::size_t context = 512;
+    auto params =
+        std::make_shared<wb::GptParams<float>>(wbbench::kernels_reference().init_gpt(config, 5));
+    auto prefix = std::make_shared<wb::TokenIds>(wb::TokenIds::from_shape({1, context}));
+    std::mt19937 gen(9);
+    std::uniform_int_distribution<std::int64_t> token(0, static_cast<std::int64_t>(config.V) - 1);
+    for (auto& id : *prefix) id = token(gen);
+    const std::string shape = "ctx" + std::to_string(context) + "_D128_L4";
+
+    for (int threads : {1, 2}) {
+        // One cache per implementation and thread count, prefilled with the first 511 tokens
+        // on first use; each timed step rewinds it to 511 and decodes token 512.
+        auto cache = std::make_shared<std::map<const Kernels*, wb::KvCache>>();
+        auto ready = [=](const Kernels& kr) -> wb::KvCache& {
+            auto it = cache->find(&kr);
+            if (it == cache->end()) {
+                it = cache->emplace(&kr, kr.make_kv_cache(config, 1)).first;
+                const wb::TokenIds head = xt::view(*prefix, xt::all(), xt::range(0, context - 1));
+                kr.prefill(*params, config, head, it->second);
+            }
+            it->second.length = context - 1;
+            return it->second;
+        };
+        const std::vector<std::int64_t> last{(*prefix)(0, context - 1)};
+
+        Case c = make_case("chapter9", "decode_step", shape, threads);
+        c.tokens = 1;
+        c.tol = 1e-3;
+        c.compute = [=](const Kernels& kr) {
+            return flat(kr.decode_step(*params, config, last, ready(kr)));
+        };
+        c.call = [=](const Kernels& kr) {
+            benchmark::DoNotOptimize(kr.decode_step(*params, config, last, ready(kr)));
+        };
+        c.setup = [=](const Kernels& kr) { ready(kr); };  // the prefill is not timed
+        cases().push_back(c);
+
+        Case r = make_case("chapter9", "gpt_logits_whole_prefix", shape, threads);
+        r.tokens = 1;
+        r.tol = 1e-3;
+        r.compute = [=](const Kernels& kr) {
+            const wb::Mat<float> all = kr.gpt_logits(*params, config, *prefix);  // [T, V]
+            return flat(xt::view(all, context - 1, xt::all()));
+        };
+        r.call = [=](const Kernels& kr) {
+            benchmark::DoNotOptimize(kr.gpt_logits(*params, config, *prefix));
+        };
+        cases().push_back(r);
+    }
 }
 
 }  // namespace
 
-// Args: {0 = yours, 1 = reference} × T
-BENCHMARK(softmax)->ArgsProduct({{0, 1}, {64, 256}})->ArgNames({"ref", "T"});
-BENCHMARK(matmul)->ArgsProduct({{0, 1}, {64, 256}})->ArgNames({"ref", "T"});
-BENCHMARK(split_heads)->ArgsProduct({{0, 1}, {64, 256}})->ArgNames({"ref", "T"});
-
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+    add_chapter1();
+    add_readable_attention();
+    add_capstone();
+    add_decode();
+    for (const Case& c : cases()) {
+        for (bool student : {true, false}) {
+            auto run = [c, student](benchmark::State& s) { run_case(s, c, student); };
+            benchmark::RegisterBenchmark(name_of(c, student).c_str(), run)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+        }
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -19,6 +19,7 @@ PACKAGES=(
   libopenblas-dev          # the BLAS behind it
   catch2                   # the checks (2.13, with a prebuilt main)
   libbenchmark-dev         # student-vs-reference benchmarks (1.7)
+  libcli11-dev             # the minigpt command's options (CLI11 2.1)
   doxygen                  # the documentation site
   graphviz                 # diagrams in the documentation site
   libjs-mathjax            # formulas in the documentation site, offline

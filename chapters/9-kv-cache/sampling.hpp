@@ -49,13 +49,15 @@ inline namespace WB_IMPL {
 /// @return V probabilities, 0 for the tokens filtered out, summing to 1
 /// @throws ShapeError if logits is empty (the message names "wb::sampling_distribution")
 /// @throws ValueError if temperature <= 0 or is not finite, or top_p is outside (0, 1] (the
-///         message names the option and its value)
+///         message names the option and its value), or a logit is NaN or +inf, or every logit
+///         is -inf (the message names the position and the value)
 std::vector<float> sampling_distribution(const Vec<float>& logits, const SamplingOptions& options);
 
 /// Greedy decoding: the most likely token, the argmax of the logits (the limit τ → 0).
 /// @param logits `[V]`
 /// @return the id of the largest logit; on ties the lowest such id
 /// @throws ShapeError if logits is empty (the message names "wb::greedy")
+/// @throws ValueError if a logit is NaN or +inf, or every logit is -inf
 std::int64_t greedy(const Vec<float>& logits);
 
 /// Draws one token from sampling_distribution(logits, options) by the inverse CDF: one

@@ -19,6 +19,20 @@ void check_logits(const std::string& fn, const Vec<float>& logits) {
         throw ShapeError(fn + ": logits [V] has shape " + shape_str(logits.shape()) +
                          ", expected at least one token");
     }
+    // A NaN or +inf logit would turn every probability into NaN; -inf is a masked token.
+    bool any_finite = false;
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+        const float z = logits(i);
+        if (std::isnan(z) || z == INFINITY) {
+            throw ValueError(fn + ": logits[" + std::to_string(i) + "] = " + std::to_string(z) +
+                             ", expected a finite score (or -inf for a masked token)");
+        }
+        any_finite = any_finite || std::isfinite(z);
+    }
+    if (!any_finite) {
+        throw ValueError(fn + ": every one of the " + std::to_string(logits.size()) +
+                         " logits is -inf, expected at least one finite score");
+    }
 }
 
 void check_options(const std::string& fn, const SamplingOptions& o) {

@@ -379,6 +379,17 @@ TEST_CASE("next_token_logits rejects T == 0: there is no last position", "[lm_he
                     "wb::next_token_logits", "[2, 0, 2]");
 }
 
+TEST_CASE("lm_head and next_token_logits reject an empty head (V == 0)", "[lm_head][errors]") {
+    wb::Linear no_vocabulary;
+    no_vocabulary.weight = wb::Tensor2::from_shape({0, 2});  // [V = 0, D = 2]
+    WB_CHECK_THROWS(wb::ShapeError, wb::lm_head(hidden(), no_vocabulary),
+                    "a head with V == 0 scores nothing: check the weight is not empty",
+                    "wb::lm_head", "[0, 2]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::next_token_logits(hidden(), no_vocabulary),
+                    "a head with V == 0 has no next token to score", "wb::next_token_logits",
+                    "[0, 2]");
+}
+
 // ---- initialisation ------------------------------------------------------------------------
 
 TEST_CASE("init_embedding is deterministic per seed and draws from N(0, 1)", "[init]") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -393,6 +394,19 @@ TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1", "[ro
     WB_CHECK_THROWS(wb::ValueError, wb::apply_rope(y, 0, -10000.0f),
                     "a negative base has no real powers; require base > 1", "wb::apply_rope",
                     "base = -10000");
+}
+
+TEST_CASE("apply_rope rejects a NaN base, and add_positions an empty position table",
+          "[rope][errors]") {
+    // base <= 1 is false for NaN, which would then turn every angle into NaN: test !(base > 1).
+    auto y = wbtest::randn<Tensor4>({1, 2, 3, 4}, 49);
+    WB_CHECK_THROWS(wb::ValueError, wb::apply_rope(y, 0, std::numeric_limits<float>::quiet_NaN()),
+                    "a NaN base is not > 1: test !(base > 1), which is true for NaN",
+                    "wb::apply_rope", "base = nan");
+    auto x = wbtest::randn<Tensor3>({2, 4, 4}, 50);
+    WB_CHECK_THROWS(wb::ValueError, wb::add_positions(x, Tensor2::from_shape({0, 4})),
+                    "an empty table has no row for position 0: offset + T > T_max = 0",
+                    "wb::add_positions", "T = 4", "T_max = 0");
 }
 
 // ---- why positions are needed (notes §4) -----------------------------------------------------

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -714,6 +715,27 @@ TEST_CASE("rms_norm rejects gamma that is not [D], D == 0 and eps <= 0", "[rms_n
                     "D = 0: no features to normalise", "wb::rms_norm", "[1, 2, 0]");
     WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), 0.0f),
                     "eps must be > 0", "wb::rms_norm", "eps = 0");
+}
+
+TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm eps",
+          "[rms_norm][block][errors]") {
+    // A negative eps can make ms + eps negative (sqrt gives NaN); a NaN eps fails every
+    // comparison, so test !(eps > 0).
+    const Tensor3 x = wbtest::randn<Tensor3>({1, 2, 4}, 2);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), -1.0f),
+                    "eps must be > 0", "wb::rms_norm", "eps = -1");
+    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), nan),
+                    "a NaN eps is not > 0 either: test !(eps > 0), which is true for NaN",
+                    "wb::rms_norm", "eps");
+    const Tensor3 x8 = wbtest::randn<Tensor3>({2, 3, 8}, 4);
+    BlockParams bad_eps = random_block(8, 2, 500);
+    bad_eps.ln2.eps = nan;
+    WB_CHECK_THROWS(wb::ValueError, wb::post_ln_block_forward(x8, bad_eps),
+                    "Post-LN checks both LayerNorms' eps too", "wb::post_ln_block_forward",
+                    "ln2.eps");
+    WB_CHECK_THROWS(wb::ValueError, wb::block_forward(x8, bad_eps),
+                    "a NaN eps is not > 0", "wb::block_forward", "ln2.eps");
 }
 
 TEST_CASE("init_layer_norm, init_ffn and init_block reject zero widths and D % H != 0",

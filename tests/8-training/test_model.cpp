@@ -454,6 +454,27 @@ TEST_CASE("bad configs, T > T_max, out-of-range ids and mismatched shapes raise 
                     "[11, 12]", "[11, 16]");
 }
 
+TEST_CASE("gpt_forward rejects an empty batch and a config whose H does not divide D",
+          "[model][errors]") {
+    const GptConfig c{11, 8, 12, 3, 2};
+    const GptParams<float> p = wb::init_gpt<float>(c, 1);
+    wb::GptCache<float> cache;
+    const TokenIds none = TokenIds::from_shape({2, 0});
+    WB_CHECK_THROWS(wb::ShapeError, wb::gpt_forward(p, c, none, none, -1, cache),
+                    "T = 0 leaves nothing to predict: refuse it, do not return a loss of 0/0",
+                    "wb::gpt_forward", "[2, 0]");
+    const TokenIds no_batch = TokenIds::from_shape({0, 3});
+    WB_CHECK_THROWS(wb::ShapeError, wb::gpt_forward(p, c, no_batch, no_batch, -1, cache),
+                    "B = 0 leaves nothing to predict", "wb::gpt_forward", "[0, 3]");
+    const GptConfig uneven{11, 8, 12, 5, 2};
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::gpt_forward(p, uneven, constant_ids(1, 3, 1), constant_ids(1, 3, 1), -1, cache),
+                    "check the config first: H = 5 does not divide D = 12", "wb::gpt_forward",
+                    "H = 5", "D = 12");
+    INFO("a rejected forward must not leave a loss that gpt_backward could use");
+    CHECK_FALSE(cache.has_loss);
+}
+
 TEST_CASE("gpt_backward needs the loss of a gpt_forward and grads shaped like the model",
           "[model][errors]") {
     const GptConfig c{7, 4, 8, 2, 1};

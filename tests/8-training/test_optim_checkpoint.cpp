@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -291,6 +292,38 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
                     wb::adamw_step(other, wbtest::zero_params(other), state, AdamWConfig{}),
                     "a state restored for another model must be refused", "wb::adamw_step",
                     "state");
+}
+
+TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its state",
+          "[optim][adamw][errors]") {
+    // `lr <= 0` is false for a NaN lr, which would then turn every weight into NaN: test
+    // !(lr > 0), !(0 <= beta < 1), !(eps > 0), !(weight_decay >= 0), all true for NaN.
+    const GptConfig c{5, 4, 4, 2, 2};
+    GptParams<float> p = wb::init_gpt<float>(c, 3);
+    const GptParams<float> g = wbtest::random_params<float>(c, 4);
+    AdamWState<float> state;
+    wb::adamw_step(p, g, state, AdamWConfig{});
+    const GptParams<float> p_before = p;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    AdamWConfig nan_lr, nan_beta1, nan_beta2, nan_eps, nan_decay;
+    nan_lr.lr = nan;
+    nan_beta1.beta1 = nan;
+    nan_beta2.beta2 = nan;
+    nan_eps.eps = nan;
+    nan_decay.weight_decay = nan;
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_lr),
+                    "a NaN learning rate is not > 0", "wb::adamw_step", "lr = nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_beta1),
+                    "a NaN beta1 is not in [0, 1)", "wb::adamw_step", "beta1 = nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_beta2),
+                    "a NaN beta2 is not in [0, 1)", "wb::adamw_step", "beta2 = nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_eps),
+                    "a NaN eps is not > 0", "wb::adamw_step", "eps = nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_decay),
+                    "a NaN weight decay is not >= 0", "wb::adamw_step", "weight_decay = nan");
+    INFO("a rejected step changes nothing: check the hyper-parameters before the first update");
+    CHECK(state.step == 1);
+    CHECK(wbtest::identical(p, p_before));
 }
 
 TEST_CASE("a tiny GPT overfits one batch: the loss falls from about log V to below 0.05",
@@ -596,4 +629,64 @@ TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
     WB_CHECK_THROWS(wb::FileError, wb::save_checkpoint(nowhere, t.config, t.params),
                     "a path that cannot be written is a FileError naming it",
                     "wb::save_checkpoint", nowhere);
+    // An optimizer state of another model is refused too, before anything is written.
+    AdamWState<float> short_state = t.state;
+    short_state.v.pop_back();
+    WB_CHECK_THROWS(wb::ShapeError, wb::save_checkpoint(file.path, t.config, t.params, &short_state, 4),
+                    "the optimizer state must hold one m and one v per tensor of the params",
+                    "wb::save_checkpoint");
+    CHECK(read_bytes(file.path) == before);
+}
+
+TEST_CASE("a save interrupted mid-write (a partial path.tmp, a full disk) keeps the previous "
+          "checkpoint loadable",
+          "[checkpoint][atomic]") {
+    Trained t;
+    TempPath file("interrupted");
+    wb::save_checkpoint(file.path, t.config, t.params, &t.state, 3);
+    const Bytes before = read_bytes(file.path);
+
+    // A crash in the middle of a save: the process died after writing half of path.tmp and
+    // before the rename. The checkpoint at path is the previous one, whole.
+    write_bytes(file.path + ".tmp", Bytes(before.begin(), before.begin() + before.size() / 2));
+    {
+        INFO("a crash before the rename must leave the previous file loadable and unchanged");
+        CHECK(read_bytes(file.path) == before);
+        const wb::Checkpoint ck = wb::load_checkpoint(file.path);
+        CHECK(ck.step == 3);
+        CHECK(wbtest::identical(ck.params, t.params));
+    }
+    // The next save must not trip over the leftover: it truncates path.tmp and renames it.
+    const GptParams<float> other = wb::init_gpt<float>(t.config, 99);
+    wb::save_checkpoint(file.path, t.config, other, nullptr, 9);
+    {
+        INFO("a save after a crash replaces the stale path.tmp (open it with truncation) and "
+             "renames it: nothing of the half-written file may survive");
+        CHECK_FALSE(fs::exists(file.path + ".tmp"));
+        const wb::Checkpoint ck = wb::load_checkpoint(file.path);
+        CHECK(ck.step == 9);
+        CHECK_FALSE(ck.optimizer.has_value());
+        CHECK(wbtest::identical(ck.params, other));
+    }
+
+    // A disk that fills up during the write: path.tmp is a link to /dev/full, where every
+    // write fails (ENOSPC) once the stream's buffer is flushed, i.e. at close.
+    if (!fs::exists("/dev/full")) {
+        WARN("no /dev/full on this system: the full-disk case is skipped");
+        return;
+    }
+    const Bytes current = read_bytes(file.path);
+    fs::create_symlink("/dev/full", file.path + ".tmp");
+    WB_CHECK_THROWS(wb::FileError, wb::save_checkpoint(file.path, t.config, t.params, &t.state, 4),
+                    "check the stream after close(): a full disk fails the write there, and "
+                    "renaming a half-written path.tmp onto path destroys the checkpoint",
+                    "wb::save_checkpoint", file.path);
+    INFO("after a failed write the previous checkpoint is intact, path is still a plain file, "
+         "and the temporary is removed");
+    CHECK(read_bytes(file.path) == current);
+    CHECK_FALSE(fs::is_symlink(file.path));
+    CHECK_FALSE(fs::exists(fs::symlink_status(file.path + ".tmp")));
+    const wb::Checkpoint ck = wb::load_checkpoint(file.path);
+    CHECK(ck.step == 9);
+    CHECK(wbtest::identical(ck.params, other));
 }

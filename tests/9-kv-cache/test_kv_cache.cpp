@@ -374,6 +374,15 @@ TEST_CASE("decode_step rejects a wrong number of tokens, bad ids and a malformed
     bad.v[1] = xt::zeros<float>({2, 2, 4, 4});
     WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1, 2}, bad),
                     "every layer's V must be [B, H, T_max, d]", "wb::decode_step", "[2, 2, 4, 4]");
+    wb::GptParams<float> short_model = p;
+    short_model.blocks.pop_back();
+    WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(short_model, c, {1, 2}, cache),
+                    "params must have L blocks: check them before reading blocks[l]",
+                    "wb::decode_step", "L = 2");
+    const wb::GptConfig uneven{c.V, c.T_max, c.D, 3, c.L};  // H = 3 does not divide D = 8
+    WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, uneven, {1, 2}, cache),
+                    "an invalid config is refused before anything is computed",
+                    "wb::decode_step", "H = 3", "D = 8");
     INFO("a rejected step must not advance the cache: length = " << cache.length << ", expected 2");
     CHECK(cache.length == 2);
 }

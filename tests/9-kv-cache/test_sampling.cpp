@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -249,6 +250,57 @@ TEST_CASE("sampling functions reject bad temperatures, top_p and empty logits") 
                     "no tokens to choose from", "wb::sample", "[0]");
     WB_CHECK_THROWS(wb::ValueError, wb::sample(z, opts(0.0f, 0, 1.0f), rng),
                     "τ must be > 0", "wb::sample", "temperature");
+}
+
+TEST_CASE("sampling functions reject a NaN or infinite temperature and a NaN top_p") {
+    // A NaN fails every comparison: `temperature <= 0` is false for NaN, so test
+    // !(temperature > 0) and std::isfinite; likewise !(top_p > 0 && top_p <= 1).
+    const wb::Vec<float> z = logits_1234();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(nan, 0, 1.0f)),
+                    "a NaN temperature makes every probability NaN: test !(τ > 0), true for NaN",
+                    "wb::sampling_distribution", "temperature", "nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(inf, 0, 1.0f)),
+                    "τ = inf divides every logit to 0 or NaN: require a finite τ",
+                    "wb::sampling_distribution", "temperature", "inf");
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(1.0f, 0, nan)),
+                    "a NaN top_p is not in (0, 1]: test !(top_p > 0 && top_p <= 1)",
+                    "wb::sampling_distribution", "top_p", "nan");
+    std::mt19937_64 rng(1);
+    WB_CHECK_THROWS(wb::ValueError, wb::sample(z, opts(1.0f, 0, nan), rng),
+                    "sample checks the options as sampling_distribution does", "wb::sample",
+                    "top_p");
+}
+
+TEST_CASE("sampling functions reject a NaN or +inf logit and all -inf logits, allow a masked one") {
+    // A NaN logit makes every softmax probability NaN; +inf makes the shift inf - inf = NaN.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const wb::Vec<float> with_nan{1.0f, nan, 2.0f};
+    const wb::Vec<float> with_inf{1.0f, inf, 2.0f};
+    const wb::Vec<float> all_masked{-inf, -inf};
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(with_nan, opts(1.0f, 0, 1.0f)),
+                    "check every logit before the softmax: NaN fails every comparison",
+                    "wb::sampling_distribution", "logits[1]", "nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(with_inf, opts(1.0f, 0, 1.0f)),
+                    "+inf - max = inf - inf = NaN: reject +inf logits",
+                    "wb::sampling_distribution", "logits[1]", "inf");
+    WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(all_masked, opts(1.0f, 0, 1.0f)),
+                    "every token masked leaves nothing to sample (0 / 0)",
+                    "wb::sampling_distribution", "-inf");
+    WB_CHECK_THROWS(wb::ValueError, wb::greedy(with_nan), "greedy must not skip a NaN silently",
+                    "wb::greedy", "logits[1]");
+    std::mt19937_64 rng(1);
+    WB_CHECK_THROWS(wb::ValueError, wb::sample(with_inf, opts(1.0f, 0, 1.0f), rng),
+                    "sample checks the logits as sampling_distribution does", "wb::sample",
+                    "logits[1]");
+    // A -inf logit is a masked token: probability exactly 0, the others softmaxed
+    // (softmax([1, 2]) = [0.26894142, 0.73105858] by hand: 1 / (1 + e)).
+    const wb::Vec<float> masked{1.0f, -inf, 2.0f};
+    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(masked, opts(1.0f, 0, 1.0f))),
+                   (wb::Vec<float>{0.268941421f, 0.0f, 0.731058579f}), kTol,
+                   "a -inf logit is allowed and gets probability 0");
 }
 
 TEST_CASE("generate rejects a too long request, an empty prompt and bad ids before generating") {

@@ -403,3 +403,43 @@ TEST_CASE("attention_backward wrapper rejects mismatched shapes, lse included", 
                     "lse is [B, H, T], one value per query row", "wb::attention_backward",
                     "[1, 2, 3]", "[1, 2, 4]");
 }
+
+TEST_CASE("attention_forward and attention_backward reject mismatched batch or heads, and "
+          "B = 0 or H = 0",
+          "[errors]") {
+    std::vector<float> buf(16, 0.0f);
+    float* p = buf.data();
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::attention_forward(wb::AttentionShape{0, 1, 2, 4}, p, p, p, p, p),
+                    "B = 0: nothing to compute, and no buffer may be touched",
+                    "wb::attention_forward", "[0, 1, 2, 4]");
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::attention_forward(wb::AttentionShape{1, 0, 2, 4}, p, p, p, p, p),
+                    "H = 0 is refused like every other empty axis", "wb::attention_forward",
+                    "[1, 0, 2, 4]");
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::attention_backward(wb::AttentionShape{1, 1, 2, 0}, p, p, p, p, p, p, p, p, p),
+                    "d = 0 would divide by sqrt(0) in the backward too", "wb::attention_backward",
+                    "[1, 1, 2, 0]");
+
+    const Cf q = randn4(2, 2, 4, 3, 11);
+    Lse lse;
+    const Cf other_batch = randn4(3, 2, 4, 3, 12);
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, other_batch, other_batch, lse),
+                    "k and v must have q's batch B", "wb::attention_forward", "[3, 2, 4, 3]",
+                    "[2, 2, 4, 3]");
+    const Cf other_heads = randn4(2, 1, 4, 3, 13);
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, q, other_heads, lse),
+                    "v must have q's heads H", "wb::attention_forward", "[2, 1, 4, 3]",
+                    "[2, 2, 4, 3]");
+
+    const Cf out = wb::attention_forward(q, q, q, lse);
+    Cf dq, dk, dv;
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::attention_backward(q, q, other_heads, out, lse, q, dq, dk, dv),
+                    "v must have q's shape in the backward", "wb::attention_backward",
+                    "[2, 1, 4, 3]");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::attention_backward(q, q, q, other_batch, lse, q, dq, dk, dv),
+                    "out must have q's shape", "wb::attention_backward", "[3, 2, 4, 3]");
+}

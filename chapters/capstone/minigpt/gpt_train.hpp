@@ -3,10 +3,17 @@
 /// kernel in place of the readable attention of chapter 8.
 ///
 /// Given code (not an exercise): the same model and the same numbers as chapter 8's
-/// gpt_forward / gpt_backward, organised for speed like llm.c: every activation buffer is
-/// allocated once for a batch shape, the Linear layers go through BLAS, and the attention is
-/// wb::attention_forward / wb::attention_backward — the learner's kernel once it passes,
-/// the reference otherwise.
+/// gpt_forward / gpt_backward (equal up to float rounding, ~1e-6 of each tensor's scale),
+/// organised for speed like llm.c's train_gpt2.c: every activation buffer is allocated once
+/// for a batch shape and a step allocates nothing, each Linear layer is one `cblas_sgemm` on
+/// raw buffers with its bias, residual or GELU fused into a neighbouring loop, and the
+/// attention is wb::attention_forward / wb::attention_backward — the learner's kernel once it
+/// passes, the reference otherwise.
+///
+/// Threads: OMP_NUM_THREADS. The matrix products are cut into bands of rows that the OpenMP
+/// threads share, each band a single-threaded sgemm (OpenBLAS is set to 1 thread during a
+/// step and restored after). The cut depends on the shapes only, so a step gives the same bits
+/// for any number of threads.
 #pragma once
 
 #include <cstddef>
@@ -31,11 +38,16 @@ public:
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
     /// @throws ValueError if seq_len > config.T_max
     GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len);
+    /// Frees the buffers.
     ~GptTrainer();
+    /// Takes over another trainer's buffers (the moved-from trainer must not be used).
     GptTrainer(GptTrainer&&) noexcept;
+    /// Takes over another trainer's buffers (the moved-from trainer must not be used).
+    /// @return this trainer
     GptTrainer& operator=(GptTrainer&&) noexcept;
 
-    /// The forward with its loss, as wb::gpt_forward (targets equal to -1 are ignored).
+    /// The forward with its loss, as wb::gpt_forward (targets equal to -1 are ignored). Keeps
+    /// every activation the backward needs in the trainer's buffers.
     /// @param params the model; its shapes must match the config
     /// @param inputs `[B, T]` ids in `[0, V)`, the shape given to the constructor
     /// @param targets `[B, T]` ids in `[0, V)` or -1
@@ -48,15 +60,16 @@ public:
     /// The backward of the last forward: the gradients are **added** into grads.
     /// @param params the parameters the forward used
     /// @param grads shaped like params
-    /// @throws ValueError if no forward ran since the trainer was made
+    /// @throws ValueError if no forward ran since the trainer was made, or the last forward threw
+    /// @throws ShapeError if params or grads does not match the config
     void backward(const GptParams<float>& params, GptParams<float>& grads);
 
     /// The model shape this trainer was made for.
     const GptConfig& config() const;
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    struct Impl;                  // the config, [B, T], and every activation and scratch buffer
+    std::unique_ptr<Impl> impl_;  // (defined in gpt_train.cpp, which alone needs <cblas.h>)
 };
 
 /// @}

@@ -1,0 +1,106 @@
+// Corpus loading, the train / held-out split, and the random-window loader.
+#include "capstone/minigpt/data.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#ifndef WB_MINIGPT_CORPUS
+#define WB_MINIGPT_CORPUS "chapters/capstone/minigpt/data/shakespeare.txt"
+#endif
+
+namespace wb::minigpt {
+
+std::string bundled_corpus_path() { return WB_MINIGPT_CORPUS; }
+
+Corpus load_corpus(const std::string& path, std::size_t min_tokens) {
+    const std::string fn = "wb::minigpt::load_corpus";
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        throw FileError(fn + ": " + path + " is a directory (expected a UTF-8 text file)");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw FileError(fn + ": cannot open " + path + " (" + std::strerror(errno) +
+                        "; expected a UTF-8 text file)");
+    }
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) throw FileError(fn + ": cannot read " + path);
+    Corpus c;
+    c.path = path;
+    c.text = buffer.str();
+    if (c.text.empty()) {
+        throw FileError(fn + ": " + path + " is empty (expected UTF-8 text, at least " +
+                        std::to_string(min_tokens) + " characters)");
+    }
+    try {
+        c.tokenizer = Tokenizer::from_text(c.text);
+        c.ids = c.tokenizer.encode(c.text);
+    } catch (const ValueError& e) {
+        throw FileError(fn + ": " + path + " is not UTF-8 text: " + e.what());
+    }
+    if (c.ids.size() < min_tokens) {
+        throw ValueError(fn + ": " + path + " holds " + std::to_string(c.ids.size()) +
+                         " characters, expected at least " + std::to_string(min_tokens) +
+                         " (enough for a window of the context in both splits)");
+    }
+    return c;
+}
+
+Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction,
+                   std::size_t window) {
+    const std::string fn = "wb::minigpt::split_tokens";
+    if (!(train_fraction > 0.0 && train_fraction < 1.0)) {
+        throw ValueError(fn + ": train_fraction = " + std::to_string(train_fraction) +
+                         ", expected a value in (0, 1)");
+    }
+    const auto cut = static_cast<std::size_t>(
+        std::floor(train_fraction * static_cast<double>(ids.size())));
+    const std::size_t held = ids.size() - cut;
+    if (cut < window || held < window) {
+        throw ValueError(fn + ": " + std::to_string(ids.size()) + " tokens split into " +
+                         std::to_string(cut) + " for training and " + std::to_string(held) +
+                         " held out, expected at least " + std::to_string(window) +
+                         " (one window of T + 1 tokens) in each");
+    }
+    Split s;
+    s.train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(cut));
+    s.held_out.assign(ids.begin() + static_cast<std::ptrdiff_t>(cut), ids.end());
+    return s;
+}
+
+BatchLoader::BatchLoader(const std::vector<std::int64_t>& tokens, std::size_t batch,
+                         std::size_t context, std::uint64_t seed)
+    : tokens_(&tokens), batch_(batch), context_(context), rng_(seed) {
+    const std::string fn = "wb::minigpt::BatchLoader";
+    if (batch == 0 || context == 0) {
+        throw ValueError(fn + ": batch = " + std::to_string(batch) + ", context = " +
+                         std::to_string(context) + ", expected both >= 1");
+    }
+    if (tokens.size() < context + 1) {
+        throw ValueError(fn + ": " + std::to_string(tokens.size()) +
+                         " tokens, expected at least context + 1 = " +
+                         std::to_string(context + 1));
+    }
+}
+
+TokenIds BatchLoader::next_windows() {
+    const std::size_t w = context_ + 1;
+    const std::size_t starts = tokens_->size() - w + 1;  // windows that fit
+    TokenIds out({batch_, w});                           // [B, T + 1]
+    for (std::size_t b = 0; b < batch_; ++b) {
+        // Modulo, not std::uniform_int_distribution: the same batches with every standard
+        // library (the bias is below starts / 2^64).
+        const std::size_t start = static_cast<std::size_t>(rng_() % starts);
+        for (std::size_t t = 0; t < w; ++t) out(b, t) = (*tokens_)[start + t];
+    }
+    return out;
+}
+
+NextToken BatchLoader::next() { return shift_for_next_token(next_windows()); }
+
+}  // namespace wb::minigpt

@@ -1,0 +1,302 @@
+// The `minigpt` command: train a small GPT on a text file, save it, and generate a sample.
+//
+//   minigpt                                  train the default model on the bundled corpus
+//   minigpt --steps 200 --prompt "ROMEO:"    a shorter run, then continue a prompt
+//   minigpt --load build/solutions/minigpt.ckpt --prompt "KING:"   generate only
+//
+// Exit codes: 0 done, 1 a runtime problem (corpus, checkpoint, prompt), 2 bad options.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/model_file.hpp"
+#include "capstone/minigpt/progress.hpp"
+#include "capstone/minigpt/train.hpp"
+
+#if __has_include("workbook/svg.hpp")
+#include "workbook/svg.hpp"
+#define WB_MINIGPT_HAS_SVG 1
+#endif
+
+#ifndef WB_MINIGPT_DEFAULT_OUT
+#define WB_MINIGPT_DEFAULT_OUT "minigpt.ckpt"
+#endif
+
+namespace {
+
+using namespace wb::minigpt;
+
+struct Cli {
+    TrainOptions train;
+    std::size_t d_model = 64, heads = 4, layers = 2;
+    std::uint64_t model_seed = 1;
+    double held_out_fraction = 0.1;
+    std::string corpus = bundled_corpus_path();
+    std::string out = WB_MINIGPT_DEFAULT_OUT;
+    std::string load;
+    std::string prompt;
+    std::size_t max_new_tokens = 400;
+    wb::SamplingOptions sampling{0.8f, 0, 1.0f};
+    bool greedy = false;
+};
+
+// A usage error found after parsing (options that contradict each other).
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+void check_usage(const Cli& c) {
+    if (c.d_model % c.heads != 0) {
+        throw UsageError("--heads " + std::to_string(c.heads) + " does not divide --d-model " +
+                         std::to_string(c.d_model) + " (each head has width d-model / heads)");
+    }
+    if (c.train.warmup > c.train.steps) {
+        throw UsageError("--warmup " + std::to_string(c.train.warmup) +
+                         " is larger than --steps " + std::to_string(c.train.steps));
+    }
+    if (c.train.min_lr > c.train.lr) {
+        throw UsageError("--min-lr " + std::to_string(c.train.min_lr) +
+                         " is larger than --lr " + std::to_string(c.train.lr));
+    }
+}
+
+// Option checks with plain messages ("--steps: expected a number > 0, got 'abc'"); CLI11's own
+// range checks print the whole range of a double instead.
+CLI::Validator number_check(bool allow_zero) {
+    return CLI::Validator(
+        [allow_zero](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            const std::string want = allow_zero ? "a number >= 0" : "a number > 0";
+            if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || (!allow_zero && v == 0)) {
+                return "expected " + want + ", got '" + text + "'";
+            }
+            return std::string();
+        },
+        allow_zero ? ">= 0" : "> 0");
+}
+
+std::string with_commas(std::size_t n) {
+    std::string s = std::to_string(n);
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(std::size_t(i), ",");
+    return s;
+}
+
+std::string fmt(const char* format, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, x);
+    return buf;
+}
+
+void write_curves(const std::string& ckpt, const std::vector<StepLog>& log) {
+    namespace fs = std::filesystem;
+    const std::string csv = fs::path(ckpt).replace_extension(".loss.csv").string();
+    write_loss_csv(csv, log);
+    std::cout << "minigpt: loss log  " << csv << '\n';
+#ifdef WB_MINIGPT_HAS_SVG
+    wb::svg::Series train{"train (batch)", {}, {}}, held{"held-out", {}, {}};
+    for (const auto& e : log) {
+        train.x.push_back(double(e.step));
+        train.y.push_back(double(e.train_loss));
+        if (e.eval_loss) {
+            held.x.push_back(double(e.step));
+            held.y.push_back(double(*e.eval_loss));
+        }
+    }
+    const std::string svg = fs::path(ckpt).replace_extension(".loss.svg").string();
+    wb::svg::write_line_chart(svg, "mini-GPT loss", "step", "cross entropy (nats per character)",
+                              {train, held});
+    std::cout << "minigpt: loss curve " << svg << '\n';
+#endif
+}
+
+// The prompt must be made of characters the model knows; say so before any training.
+void check_prompt(const Tokenizer& tokenizer, const std::string& prompt) {
+    try {
+        (void)tokenizer.encode(prompt);
+    } catch (const wb::ValueError& e) {
+        throw wb::ValueError(std::string("--prompt: ") + e.what());
+    }
+}
+
+void print_sample(const Model& model, const Cli& c) {
+    const std::string text =
+        generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed, c.greedy);
+    std::cout << "\nminigpt: sample (" << c.max_new_tokens << " characters, "
+              << (c.greedy ? std::string("greedy")
+                           : "temperature " + fmt("%g", c.sampling.temperature) + ", top-k " +
+                                 std::to_string(c.sampling.top_k) + ", top-p " +
+                                 fmt("%g", c.sampling.top_p))
+              << ", seed " << c.train.seed << "):\n"
+              << "----------------------------------------\n"
+              << text << "\n----------------------------------------\n";
+}
+
+int run(const Cli& c) {
+    set_threads(c.train.threads);
+    if (!c.load.empty()) {
+        const Model model = load_model(c.load);
+        check_prompt(model.tokenizer, c.prompt);  // a bad prompt fails before any output
+        std::cout << "minigpt: loaded " << c.load << ": V=" << model.config.V
+                  << " T=" << model.config.T_max << " D=" << model.config.D
+                  << " H=" << model.config.H << " L=" << model.config.L << ", "
+                  << with_commas(parameter_count(model.params)) << " parameters, trained "
+                  << model.step << " steps\n";
+        print_sample(model, c);
+        return 0;
+    }
+
+    const std::size_t window = c.train.context + 1;
+    // Both splits need a window: the held-out part is held_out_fraction of the text.
+    const auto min_tokens = static_cast<std::size_t>(double(window) / c.held_out_fraction) + 1;
+    const Corpus corpus = load_corpus(c.corpus, min_tokens);
+    check_prompt(corpus.tokenizer, c.prompt);  // check the prompt before training, not after
+    const Split split = split_tokens(corpus.ids, 1.0 - c.held_out_fraction, window);
+
+    Model model;
+    model.tokenizer = corpus.tokenizer;
+    model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers};
+    model.params = wb::init_gpt<float>(model.config, c.model_seed);
+
+    std::cout << "minigpt: corpus " << c.corpus << ": " << with_commas(corpus.ids.size())
+              << " characters, " << corpus.tokenizer.size() << " distinct; "
+              << with_commas(split.train.size()) << " to train on, "
+              << with_commas(split.held_out.size()) << " held out\n"
+              << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
+              << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
+              << ": " << with_commas(parameter_count(model.params)) << " parameters\n"
+              << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
+              << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr)
+              << " (warm-up " << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr)
+              << "), weight decay " << fmt("%g", c.train.weight_decay) << ", clip "
+              << fmt("%g", c.train.grad_clip) << ", seed " << c.train.seed << ", threads "
+              << (c.train.threads > 0 ? std::to_string(c.train.threads) : std::string("default"))
+              << (c.train.time_limit_s > 0 ? ", time limit " + fmt("%g", c.train.time_limit_s) + " s"
+                                           : std::string())
+              << "\nminigpt: a loss of " << fmt("%.2f", std::log(double(model.config.V)))
+              << " = ln V is guessing uniformly; lower is better\n"
+              << std::flush;
+
+    ProgressPrinter progress(std::cout, isatty(fileno(stdout)) != 0, c.train.time_limit_s);
+    const TrainResult result = train(model.params, model.config, split.train, split.held_out,
+                                     c.train, [&](const StepLog& e) { progress(e); });
+    progress.finish();
+    model.step = static_cast<std::int64_t>(result.steps_done);
+
+    std::cout << "minigpt: held-out loss " << fmt("%.4f", result.first_eval_loss) << " -> "
+              << fmt("%.4f", result.final_eval_loss) << " in " << result.steps_done << " steps ("
+              << format_duration(result.seconds) << ")"
+              << (result.stopped_by_time ? ", stopped by --time-limit" : "") << '\n';
+
+    namespace fs = std::filesystem;
+    const fs::path out_dir = fs::path(c.out).parent_path();
+    if (!out_dir.empty()) fs::create_directories(out_dir);
+    save_model(c.out, model);
+    std::cout << "minigpt: checkpoint " << c.out << " (+ " << vocab_path(c.out) << ")\n";
+    write_curves(c.out, result.log);
+    print_sample(model, c);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Cli c;
+    CLI::App app{"Trains a small GPT on a text file (by default the bundled Shakespeare), saves "
+                 "it, and prints a sample of generated text.",
+                 "minigpt"};
+    app.option_defaults()->always_capture_default();
+    auto& t = c.train;
+    t.steps = 1500;
+    t.time_limit_s = 300;  // a safety net: the default run ends within minutes anywhere
+    t.batch = 16;
+    t.context = 64;
+    t.warmup = 50;
+    t.eval_interval = 100;
+    t.threads = 0;
+    app.add_option("--steps", t.steps, "optimizer steps")->check(number_check(false));
+    app.add_option("--time-limit", t.time_limit_s,
+                   "stop training after this many seconds (0: no limit)")
+        ->check(number_check(true));
+    app.add_option("--batch", t.batch, "windows per step (B)")->check(number_check(false));
+    app.add_option("--context", t.context, "tokens per window, the model's T_max (T)")
+        ->check(number_check(false));
+    app.add_option("--d-model", c.d_model, "model width (D)")->check(number_check(false));
+    app.add_option("--heads", c.heads, "attention heads (H), must divide D")
+        ->check(number_check(false));
+    app.add_option("--layers", c.layers, "transformer blocks (L)")->check(number_check(false));
+    app.add_option("--lr", t.lr, "peak learning rate")->check(number_check(false));
+    app.add_option("--min-lr", t.min_lr, "learning rate at the end of the cosine")
+        ->check(number_check(true));
+    app.add_option("--warmup", t.warmup, "steps of linear warm-up (default: 50, at most steps / 10)")
+        ->check(number_check(true));
+    app.add_option("--weight-decay", t.weight_decay, "AdamW's decoupled weight decay")
+        ->check(number_check(true));
+    app.add_option("--grad-clip", t.grad_clip, "largest global gradient norm (0: off)")
+        ->check(number_check(true));
+    app.add_option("--eval-interval", t.eval_interval,
+                   "held-out evaluation every this many steps (0: first and last only)")
+        ->check(number_check(true));
+    app.add_option("--eval-batches", t.eval_batches, "held-out batches per evaluation")
+        ->check(number_check(false));
+    app.add_option("--seed", t.seed, "seeds the batches and the sampling")
+        ->check(number_check(true));
+    app.add_option("--model-seed", c.model_seed, "seeds the initial weights")
+        ->check(number_check(true));
+    app.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: the default)")
+        ->check(number_check(true));
+    app.add_option("--corpus", c.corpus, "UTF-8 text file to train on");
+    app.add_option("--out", c.out, "where to save the checkpoint (the vocabulary, the loss "
+                                   "log and the loss curve go beside it)");
+    app.add_option("--load", c.load, "skip training: generate from this checkpoint");
+    app.add_option("--prompt", c.prompt, "text to continue (empty: start a new line)");
+    app.add_option("--max-new-tokens", c.max_new_tokens, "characters to generate")
+        ->check(number_check(true));
+    app.add_option("--temperature", c.sampling.temperature, "sampling temperature (> 0)")
+        ->check(number_check(false));
+    app.add_option("--top-k", c.sampling.top_k, "sample among the k most likely (0: all)")
+        ->check(number_check(true));
+    app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")
+        ->check(number_check(false) & CLI::Validator(
+                                           [](std::string& text) -> std::string {
+                                               return std::strtod(text.c_str(), nullptr) > 1.0
+                                                          ? "expected a number in (0, 1], got '" +
+                                                                text + "'"
+                                                          : std::string();
+                                           },
+                                           "<= 1"));
+    app.add_flag("--greedy", c.greedy, "always take the most likely character");
+
+    try {
+        app.parse(argc, argv);
+        // Without --warmup, a short run warms up for a tenth of its steps at most.
+        if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
+        check_usage(c);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "minigpt: error: " << e.what() << " (see minigpt --help)\n";
+        return 2;
+    } catch (const UsageError& e) {
+        std::cerr << "minigpt: error: " << e.what() << " (see minigpt --help)\n";
+        return 2;
+    }
+    try {
+        return run(c);
+    } catch (const std::exception& e) {
+        std::cout << std::flush;
+        std::cerr << "minigpt: error: " << e.what() << '\n';
+        return 1;
+    }
+}

@@ -1,0 +1,238 @@
+// The character tokenizer: strict UTF-8 in and out, one id per code point.
+#include "capstone/minigpt/tokenizer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "workbook/core.hpp"
+
+namespace wb::minigpt {
+
+namespace {
+
+std::string hex_byte(unsigned char b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(b));
+    return buf;
+}
+
+std::string code_point_str(char32_t c) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(c));
+    return buf;
+}
+
+// Decodes `bytes` strictly (RFC 3629): code points and the byte offset where each starts.
+// Errors name `fn` and the offset of the sequence that is wrong.
+void decode_with_offsets(const std::string& fn, const std::string& bytes,
+                         std::vector<char32_t>& out, std::vector<std::size_t>* offsets) {
+    const std::size_t n = bytes.size();
+    std::size_t i = 0;
+    auto fail = [&](std::size_t at, const std::string& why) {
+        throw ValueError(fn + ": invalid UTF-8 at byte offset " + std::to_string(at) + ": " + why +
+                         " (expected UTF-8 text)");
+    };
+    while (i < n) {
+        const auto b0 = static_cast<unsigned char>(bytes[i]);
+        if (b0 < 0x80) {
+            if (offsets) offsets->push_back(i);
+            out.push_back(b0);
+            ++i;
+            continue;
+        }
+        std::size_t len = 0;
+        char32_t cp = 0;
+        unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+        if (b0 >= 0x80 && b0 <= 0xBF) {
+            fail(i, "unexpected continuation byte " + hex_byte(b0) + " where a character starts");
+        } else if (b0 == 0xC0 || b0 == 0xC1) {
+            fail(i, "overlong form (lead byte " + hex_byte(b0) + " encodes an ASCII character)");
+        } else if (b0 <= 0xDF) {
+            len = 2;
+            cp = b0 & 0x1F;
+        } else if (b0 <= 0xEF) {
+            len = 3;
+            cp = b0 & 0x0F;
+            if (b0 == 0xE0) lo = 0xA0;  // below: overlong
+            if (b0 == 0xED) hi = 0x9F;  // above: surrogates U+D800..U+DFFF
+        } else if (b0 <= 0xF4) {
+            len = 4;
+            cp = b0 & 0x07;
+            if (b0 == 0xF0) lo = 0x90;  // below: overlong
+            if (b0 == 0xF4) hi = 0x8F;  // above: beyond U+10FFFF
+        } else {
+            fail(i, "bad lead byte " + hex_byte(b0) + " (beyond U+10FFFF or not UTF-8)");
+        }
+        if (i + len > n) {
+            // Check the bytes that are there first, so a wrong byte is not called truncation.
+            for (std::size_t j = i + 1; j < n; ++j) {
+                const auto b = static_cast<unsigned char>(bytes[j]);
+                if (b < 0x80 || b > 0xBF) {
+                    fail(i, "truncated sequence: lead byte " + hex_byte(b0) + " expects " +
+                                std::to_string(len - 1) + " continuation bytes, byte " +
+                                hex_byte(b) + " at offset " + std::to_string(j) + " is not one");
+                }
+            }
+            fail(i, "truncated sequence: lead byte " + hex_byte(b0) + " expects " +
+                        std::to_string(len - 1) + " continuation bytes, the text ends after " +
+                        std::to_string(n - i - 1));
+        }
+        for (std::size_t j = 1; j < len; ++j) {
+            const auto b = static_cast<unsigned char>(bytes[i + j]);
+            const unsigned char l = j == 1 ? lo : 0x80;
+            const unsigned char h = j == 1 ? hi : 0xBF;
+            if (b < 0x80 || b > 0xBF) {
+                fail(i, "truncated sequence: lead byte " + hex_byte(b0) + " expects " +
+                            std::to_string(len - 1) + " continuation bytes, byte " + hex_byte(b) +
+                            " at offset " + std::to_string(i + j) + " is not one");
+            }
+            if (b < l) fail(i, "overlong form (" + hex_byte(b0) + " " + hex_byte(b) + ")");
+            if (b > h) {
+                if (b0 == 0xED) fail(i, "surrogate code point (ED " + hex_byte(b) + ")");
+                fail(i, "code point above U+10FFFF (F4 " + hex_byte(b) + ")");
+            }
+            cp = (cp << 6) | (b & 0x3F);
+        }
+        if (offsets) offsets->push_back(i);
+        out.push_back(cp);
+        i += len;
+    }
+}
+
+// A readable name of a character for error messages: 'a', or U+000A for controls.
+std::string char_display(char32_t c) {
+    if (c >= 0x20 && c != 0x7F) return "'" + utf8_encode({c}) + "' (" + code_point_str(c) + ")";
+    return code_point_str(c);
+}
+
+const char* const kVocabHeader = "wb-minigpt-vocab 1 ";
+
+}  // namespace
+
+std::vector<char32_t> utf8_decode(const std::string& bytes) {
+    std::vector<char32_t> out;
+    out.reserve(bytes.size());
+    decode_with_offsets("wb::minigpt::utf8_decode", bytes, out, nullptr);
+    return out;
+}
+
+std::string utf8_encode(const std::vector<char32_t>& code_points) {
+    std::string out;
+    out.reserve(code_points.size());
+    for (std::size_t i = 0; i < code_points.size(); ++i) {
+        const char32_t c = code_points[i];
+        if ((c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
+            throw ValueError("wb::minigpt::utf8_encode: code point " + code_point_str(c) +
+                             " at index " + std::to_string(i) +
+                             " is a surrogate or above U+10FFFF (expected a Unicode scalar value)");
+        }
+        if (c < 0x80) {
+            out += static_cast<char>(c);
+        } else if (c < 0x800) {
+            out += static_cast<char>(0xC0 | (c >> 6));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out += static_cast<char>(0xE0 | (c >> 12));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (c >> 18));
+            out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        }
+    }
+    return out;
+}
+
+Tokenizer Tokenizer::from_text(const std::string& text) {
+    const std::string fn = "wb::minigpt::Tokenizer::from_text";
+    if (text.empty()) throw ValueError(fn + ": the text is empty (expected at least one character)");
+    std::vector<char32_t> cps;
+    decode_with_offsets(fn, text, cps, nullptr);
+    std::sort(cps.begin(), cps.end());
+    cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
+    Tokenizer t;
+    t.chars_ = std::move(cps);
+    return t;
+}
+
+std::string Tokenizer::serialize() const {
+    // Header "wb-minigpt-vocab 1 <count>\n", then the characters in id order, concatenated
+    // (a newline is a character like any other, so no separator is needed).
+    return kVocabHeader + std::to_string(chars_.size()) + "\n" + utf8_encode(chars_);
+}
+
+Tokenizer Tokenizer::deserialize(const std::string& data) {
+    const std::string fn = "wb::minigpt::Tokenizer::deserialize";
+    const std::string header = kVocabHeader;
+    const auto newline = data.find('\n');
+    if (data.compare(0, header.size(), header) != 0 || newline == std::string::npos ||
+        newline <= header.size()) {
+        throw ValueError(fn + ": not a vocabulary (expected a first line \"" + header +
+                         "<count>\")");
+    }
+    const std::string count_text = data.substr(header.size(), newline - header.size());
+    if (count_text.size() > 9 ||
+        !std::all_of(count_text.begin(), count_text.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        throw ValueError(fn + ": bad count \"" + count_text +
+                         "\" in the header (expected a decimal number of characters)");
+    }
+    const std::size_t count = std::stoul(count_text);
+    if (count == 0) throw ValueError(fn + ": the vocabulary is empty (expected >= 1 character)");
+    std::vector<char32_t> cps;
+    decode_with_offsets(fn, data.substr(newline + 1), cps, nullptr);
+    if (cps.size() != count) {
+        throw ValueError(fn + ": the header announces " + std::to_string(count) +
+                         " characters, the data holds " + std::to_string(cps.size()));
+    }
+    for (std::size_t i = 1; i < cps.size(); ++i) {
+        if (cps[i] <= cps[i - 1]) {
+            throw ValueError(fn + ": entry " + std::to_string(i) + " " + code_point_str(cps[i]) +
+                             (cps[i] == cps[i - 1] ? " is a duplicate" : " is out of order") +
+                             " (expected distinct characters in increasing order)");
+        }
+    }
+    Tokenizer t;
+    t.chars_ = std::move(cps);
+    return t;
+}
+
+std::vector<std::int64_t> Tokenizer::encode(const std::string& text) const {
+    const std::string fn = "wb::minigpt::Tokenizer::encode";
+    std::vector<char32_t> cps;
+    std::vector<std::size_t> offsets;
+    decode_with_offsets(fn, text, cps, &offsets);
+    std::vector<std::int64_t> ids(cps.size());
+    for (std::size_t i = 0; i < cps.size(); ++i) {
+        const auto it = std::lower_bound(chars_.begin(), chars_.end(), cps[i]);
+        if (it == chars_.end() || *it != cps[i]) {
+            throw ValueError(fn + ": character " + char_display(cps[i]) + " at byte offset " +
+                             std::to_string(offsets[i]) + " is not in the vocabulary of " +
+                             std::to_string(chars_.size()) +
+                             " characters (expected only characters of the training text)");
+        }
+        ids[i] = static_cast<std::int64_t>(it - chars_.begin());
+    }
+    return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) const {
+    std::vector<char32_t> cps(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || static_cast<std::uint64_t>(ids[i]) >= chars_.size()) {
+            throw ValueError("wb::minigpt::Tokenizer::decode: id " + std::to_string(ids[i]) +
+                             " at position " + std::to_string(i) + " is outside [0, " +
+                             std::to_string(chars_.size()) + ")");
+        }
+        cps[i] = chars_[static_cast<std::size_t>(ids[i])];
+    }
+    return utf8_encode(cps);
+}
+
+std::size_t Tokenizer::size() const { return chars_.size(); }
+
+}  // namespace wb::minigpt

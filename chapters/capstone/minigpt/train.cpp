@@ -1,0 +1,230 @@
+// The training loop: batches → GptTrainer forward/backward → clip → AdamW, with evaluation.
+#include "capstone/minigpt/train.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <omp.h>
+
+#include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/gpt_train.hpp"
+
+// OpenBLAS's own setter, declared here because <cblas.h> clashes with xtensor-blas' copy.
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace wb::minigpt {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+std::string num(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
+
+void check(bool ok, const std::string& what, const std::string& expected) {
+    if (!ok) {
+        throw ValueError("wb::minigpt::train: option " + what + ", expected " + expected);
+    }
+}
+
+}  // namespace
+
+void validate(const TrainOptions& o) {
+    check(o.steps >= 1, "steps = " + std::to_string(o.steps), ">= 1");
+    check(o.batch >= 1, "batch = " + std::to_string(o.batch), ">= 1");
+    check(o.context >= 1, "context = " + std::to_string(o.context), ">= 1");
+    check(std::isfinite(o.lr) && o.lr > 0, "lr = " + num(o.lr), "a finite value > 0");
+    check(o.warmup <= o.steps, "warmup = " + std::to_string(o.warmup),
+          "<= steps = " + std::to_string(o.steps));
+    check(std::isfinite(o.min_lr) && o.min_lr >= 0 && o.min_lr <= o.lr,
+          "min_lr = " + num(o.min_lr), "a value in [0, lr = " + num(o.lr) + "]");
+    check(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
+          "weight_decay = " + num(o.weight_decay), ">= 0");
+    check(std::isfinite(o.grad_clip) && o.grad_clip >= 0, "grad_clip = " + num(o.grad_clip),
+          ">= 0 (0 turns clipping off)");
+    check(o.eval_batches >= 1, "eval_batches = " + std::to_string(o.eval_batches), ">= 1");
+    check(std::isfinite(o.time_limit_s) && o.time_limit_s >= 0,
+          "time_limit_s = " + num(o.time_limit_s), ">= 0 (0 = no limit)");
+}
+
+float learning_rate(std::size_t step, const TrainOptions& o) {
+    if (step < o.warmup) {
+        return o.lr * static_cast<float>(step + 1) / static_cast<float>(o.warmup);
+    }
+    const std::size_t span = o.steps > o.warmup ? o.steps - o.warmup : 1;
+    const double p = std::min(1.0, static_cast<double>(step - o.warmup) / static_cast<double>(span));
+    return static_cast<float>(o.min_lr + (o.lr - o.min_lr) * 0.5 * (1.0 + std::cos(kPi * p)));
+}
+
+float clip_grad_norm(GptParams<float>& grads, float max_norm) {
+    if (!(max_norm > 0)) {
+        throw ValueError("wb::minigpt::clip_grad_norm: max_norm = " + num(max_norm) +
+                         ", expected > 0");
+    }
+    auto refs = parameters(grads);
+    double sum = 0;  // in double: millions of squares
+    for (const auto& r : refs) {
+        for (std::size_t i = 0; i < r.size; ++i) sum += double(r.data[i]) * double(r.data[i]);
+    }
+    const double norm = std::sqrt(sum);
+    if (!std::isfinite(norm)) {
+        throw ValueError("wb::minigpt::clip_grad_norm: the gradient norm is " + num(norm) +
+                         " (expected a finite norm; the loss diverged, try a lower learning rate)");
+    }
+    if (norm > max_norm) {
+        const auto scale = static_cast<float>(max_norm / (norm + 1e-6));
+        for (auto& r : refs) {
+            for (std::size_t i = 0; i < r.size; ++i) r.data[i] *= scale;
+        }
+    }
+    return static_cast<float>(norm);
+}
+
+void set_threads(int threads) {
+    if (threads <= 0) return;
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+}
+
+namespace {
+
+// The held-out score with an existing trainer of shape [B, T] (no reallocation per call).
+float evaluate_with(GptTrainer& trainer, const GptParams<float>& params,
+                    const std::vector<std::int64_t>& tokens, std::size_t batch,
+                    std::size_t context, std::size_t batches, std::uint64_t seed) {
+    if (batches == 0) {
+        throw ValueError("wb::minigpt::evaluate: batches = 0, expected >= 1");
+    }
+    BatchLoader loader(tokens, batch, context, seed);
+    double sum = 0;
+    for (std::size_t i = 0; i < batches; ++i) {
+        const NextToken xy = loader.next();
+        sum += trainer.forward(params, xy.inputs, xy.targets);
+    }
+    return static_cast<float>(sum / static_cast<double>(batches));
+}
+
+// The held-out windows are always the same ones (seed independent of the run's seed).
+constexpr std::uint64_t kEvalSeed = 0x5EED0E7A1ULL;
+
+}  // namespace
+
+float evaluate(const GptParams<float>& params, const GptConfig& config,
+               const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
+               std::size_t batches, std::uint64_t seed) {
+    GptTrainer trainer(config, batch, context);
+    return evaluate_with(trainer, params, tokens, batch, context, batches, seed);
+}
+
+TrainResult train(GptParams<float>& params, const GptConfig& config,
+                  const std::vector<std::int64_t>& train_tokens,
+                  const std::vector<std::int64_t>& held_out, const TrainOptions& o,
+                  const StepCallback& on_step) {
+    validate(o);
+    if (o.context > config.T_max) {
+        throw ValueError("wb::minigpt::train: context = " + std::to_string(o.context) +
+                         ", expected <= the model's T_max = " + std::to_string(config.T_max));
+    }
+    set_threads(o.threads);
+
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+
+    GptTrainer trainer(config, o.batch, o.context);
+    BatchLoader loader(train_tokens, o.batch, o.context, o.seed);
+    (void)BatchLoader(held_out, o.batch, o.context, kEvalSeed);  // fail now, not after training
+    GptParams<float> grads = zeros_like(params);
+    AdamWState<float> state;
+    AdamWConfig adamw;
+    adamw.weight_decay = o.weight_decay;
+
+    TrainResult result;
+    result.log.reserve(o.steps);
+    double train_s = 0;  // time in training steps only, for tokens/s
+    for (std::size_t s = 0; s < o.steps; ++s) {
+        const auto ts = Clock::now();
+        const NextToken xy = loader.next();  // inputs, targets [B, T]
+        zero_grad(grads);
+        const float loss = trainer.forward(params, xy.inputs, xy.targets);
+        if (!std::isfinite(loss)) {
+            throw ValueError("wb::minigpt::train: the loss is " + num(loss) + " at step " +
+                             std::to_string(s + 1) +
+                             " (expected a finite loss; try a lower learning rate)");
+        }
+        trainer.backward(params, grads);
+        StepLog entry;
+        entry.grad_norm = o.grad_clip > 0 ? clip_grad_norm(grads, o.grad_clip) : 0.0f;
+        adamw.lr = learning_rate(s, o);
+        adamw_step(params, grads, state, adamw);
+        train_s += std::chrono::duration<double>(Clock::now() - ts).count();
+
+        entry.step = s + 1;
+        entry.total_steps = o.steps;
+        entry.train_loss = loss;
+        entry.lr = adamw.lr;
+        entry.tokens_per_s = static_cast<double>(entry.step * o.batch * o.context) / train_s;
+        const bool out_of_time = o.time_limit_s > 0 && seconds() >= o.time_limit_s;
+        const bool last = entry.step == o.steps || out_of_time;
+        if (entry.step == 1 || last || (o.eval_interval > 0 && entry.step % o.eval_interval == 0)) {
+            entry.eval_loss = evaluate_with(trainer, params, held_out, o.batch, o.context,
+                                            o.eval_batches, kEvalSeed);
+            if (entry.step == 1) result.first_eval_loss = *entry.eval_loss;
+            result.final_eval_loss = *entry.eval_loss;
+        }
+        entry.elapsed_s = seconds();
+        result.log.push_back(entry);
+        result.steps_done = entry.step;
+        if (on_step) on_step(entry);
+        if (out_of_time && !(entry.step == o.steps)) {
+            result.stopped_by_time = true;
+            break;
+        }
+    }
+    result.seconds = seconds();
+    return result;
+}
+
+void write_loss_csv(const std::string& path, const std::vector<StepLog>& log) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) {
+            throw FileError("wb::minigpt::write_loss_csv: cannot write " + tmp +
+                            " (expected a writable directory)");
+        }
+        out << "step,train_loss,held_out_loss,lr,tokens_per_s\n";
+        char buf[160];
+        for (const auto& e : log) {
+            std::snprintf(buf, sizeof buf, "%zu,%.6f,", e.step, static_cast<double>(e.train_loss));
+            out << buf;
+            if (e.eval_loss) {
+                std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(*e.eval_loss));
+                out << buf;
+            }
+            std::snprintf(buf, sizeof buf, ",%.6g,%.1f\n", static_cast<double>(e.lr),
+                          e.tokens_per_s);
+            out << buf;
+        }
+        out.flush();
+        if (!out) {
+            std::error_code ec;
+            std::filesystem::remove(tmp, ec);
+            throw FileError("wb::minigpt::write_loss_csv: cannot write " + tmp);
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw FileError("wb::minigpt::write_loss_csv: cannot rename " + tmp + " to " + path);
+    }
+}
+
+}  // namespace wb::minigpt

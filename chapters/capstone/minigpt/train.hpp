@@ -1,0 +1,147 @@
+/// @file train.hpp
+/// @brief The mini-GPT's training loop: AdamW with a warm-up + cosine learning-rate schedule,
+/// global-norm gradient clipping, and evaluation on held-out text.
+///
+/// One step, as nanoGPT's train.py:
+/// ```
+///   zero_grad(grads)
+///   loss = trainer.forward(params, inputs, targets)     inputs, targets [B, T]
+///   trainer.backward(params, grads)
+///   clip_grad_norm(grads, grad_clip)                    the whole gradient, one norm
+///   adamw.lr = learning_rate(step, options)
+///   adamw_step(params, grads, state, adamw)
+/// ```
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "8-training/model.hpp"
+#include "8-training/optim.hpp"
+
+namespace wb::minigpt {
+
+/// @addtogroup minigpt
+/// @{
+
+/// Every setting of a training run.
+struct TrainOptions {
+    std::size_t steps = 600;          ///< optimizer steps, >= 1
+    std::size_t batch = 16;           ///< B, windows per step, >= 1
+    std::size_t context = 64;         ///< T, tokens per window (<= the model's T_max)
+    float lr = 3e-3f;                 ///< peak learning rate, > 0
+    std::size_t warmup = 50;          ///< steps of linear warm-up, <= steps
+    float min_lr = 3e-4f;             ///< learning rate at the end of the cosine, in [0, lr]
+    float weight_decay = 0.01f;       ///< AdamW's decoupled weight decay, >= 0
+    float grad_clip = 1.0f;           ///< largest global gradient norm; 0 turns clipping off
+    std::size_t eval_interval = 100;  ///< evaluate every this many steps (and at the first and
+                                      ///< last step); 0: only at the first and last
+    std::size_t eval_batches = 8;     ///< held-out batches per evaluation, >= 1
+    std::uint64_t seed = 1;           ///< seeds the batches (the model has its own seed)
+    int threads = 0;                  ///< OpenMP and OpenBLAS threads; 0 leaves them as they are
+    double time_limit_s = 0;          ///< stop after this many seconds of training; 0 = none
+};
+
+/// Raises a ValueError naming the option, its value and the range expected, unless every
+/// option is in range.
+/// @param options the settings to check
+/// @throws ValueError on the first option out of range
+void validate(const TrainOptions& options);
+
+/// The learning rate of step `step` (0-based): a linear warm-up, then a cosine down to min_lr.
+/// ```
+///   step < warmup:   lr · (step + 1) / warmup
+///   otherwise:       p = (step − warmup) / (steps − warmup)            in [0, 1)
+///                    min_lr + (lr − min_lr) · (1 + cos(π · p)) / 2
+/// ```
+/// @param step the step about to be taken, in [0, steps)
+/// @param options lr, min_lr, warmup, steps
+/// @return the learning rate
+float learning_rate(std::size_t step, const TrainOptions& options);
+
+/// Scales the whole gradient down so that its global L2 norm is at most `max_norm`
+/// (`torch.nn.utils.clip_grad_norm_`): with `norm = sqrt(Σ g²)` over every tensor,
+/// if `norm > max_norm` every gradient is multiplied by `max_norm / (norm + 1e-6)`.
+/// @param grads the gradients, changed in place
+/// @param max_norm the largest norm allowed, > 0
+/// @return the norm before clipping
+/// @throws ValueError if max_norm <= 0, or the norm is not finite (the gradient holds a NaN
+///         or an infinity: the step would destroy the model)
+float clip_grad_norm(GptParams<float>& grads, float max_norm);
+
+/// Sets the OpenMP and OpenBLAS thread counts (a count of 0 or less changes nothing).
+/// @param threads the number of threads
+void set_threads(int threads);
+
+/// What one training step reports: one point of the loss curve.
+struct StepLog {
+    std::size_t step = 0;              ///< steps done, 1-based
+    std::size_t total_steps = 0;       ///< steps planned
+    float train_loss = 0;              ///< the loss of this step's batch (before its update)
+    std::optional<float> eval_loss;    ///< held-out loss after this step, when evaluated
+    float lr = 0;                      ///< the learning rate this step used
+    float grad_norm = 0;               ///< the gradient norm before clipping
+    double tokens_per_s = 0;           ///< training tokens per second so far
+    double elapsed_s = 0;              ///< seconds since training started
+};
+
+/// Called after every step (for a progress bar, a log, or a test watching the curve).
+using StepCallback = std::function<void(const StepLog&)>;
+
+/// What a finished run returns.
+struct TrainResult {
+    std::vector<StepLog> log;        ///< one entry per step
+    std::size_t steps_done = 0;      ///< fewer than options.steps if the time limit stopped it
+    float first_eval_loss = 0;       ///< held-out loss after the first step
+    float final_eval_loss = 0;       ///< held-out loss after the last step
+    bool stopped_by_time = false;    ///< true if time_limit_s ended the run early
+    double seconds = 0;              ///< wall time of the run
+};
+
+/// The mean loss on `batches` batches of held-out windows. The windows come from a loader
+/// seeded with `seed`, so every call with the same arguments scores the same text and the
+/// numbers of a curve are comparable.
+/// @param params the model
+/// @param config its shape
+/// @param tokens held-out ids, at least context + 1
+/// @param batch B
+/// @param context T, <= config.T_max
+/// @param batches how many batches, >= 1
+/// @param seed which windows
+/// @return the mean cross entropy (nats per token)
+/// @throws ValueError if batches is 0 or the loader rejects the sizes
+float evaluate(const GptParams<float>& params, const GptConfig& config,
+               const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
+               std::size_t batches, std::uint64_t seed);
+
+/// Trains `params` in place on random windows of `train_tokens`, scoring `held_out` after the
+/// first step, every eval_interval steps and after the last step.
+/// @param params the model, updated
+/// @param config its shape; options.context must be <= config.T_max
+/// @param train_tokens ids to train on
+/// @param held_out ids to evaluate on
+/// @param options the settings (validated first)
+/// @param on_step called after every step, may be empty
+/// @return the curve and the final held-out loss
+/// @throws ValueError if an option is out of range, context > T_max, a split is shorter than
+///         context + 1, or the loss stops being finite (the message names the step and
+///         suggests a lower learning rate)
+TrainResult train(GptParams<float>& params, const GptConfig& config,
+                  const std::vector<std::int64_t>& train_tokens,
+                  const std::vector<std::int64_t>& held_out, const TrainOptions& options,
+                  const StepCallback& on_step = {});
+
+/// Writes the curve as CSV, `step,train_loss,held_out_loss,lr,tokens_per_s` (held_out_loss
+/// empty where the step was not evaluated), to a temporary file renamed onto `path`.
+/// @param path the CSV file
+/// @param log the steps
+/// @throws FileError naming the path if it cannot be written
+void write_loss_csv(const std::string& path, const std::vector<StepLog>& log);
+
+/// @}
+
+}  // namespace wb::minigpt
