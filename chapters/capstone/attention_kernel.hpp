@@ -36,8 +36,8 @@ struct AttentionShape {
 /// an online softmax (running max m and running sum l, FlashAttention-style): no `T × T`
 /// buffer is ever made, and keys `j > i` are never touched.
 ///
-/// Parallel over (b, h, i) with OpenMP; deterministic for a fixed thread count (and in fact
-/// for any thread count: each row is computed by one thread in a fixed order). Also writes the
+/// Parallel with OpenMP; every output element is computed by one thread in a fixed order, so
+/// the result is bit-identical for any thread count. Also writes the
 /// per-row log-sum-exp `lse[b,h,i] = m + log(l)` of the scaled scores, which the backward uses
 /// to recompute the weights `P_ij = exp(s_ij − lse_i)`.
 /// @param s the shapes; all four must be at least 1
@@ -56,8 +56,9 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 /// `D_i = dout_i·out_i`, `dS_ij = P_ij (dP_ij − D_i)`, `dq_i = Σ_{j≤i} dS_ij k_j / sqrt(d)`,
 /// `dk_j = Σ_{i≥j} dS_ij q_i / sqrt(d)`.
 ///
-/// Parallel over (b, h): dk and dv accumulate across query rows, so one (b, h) belongs to one
-/// thread and no two threads ever write the same element. Bit-identical for any thread count.
+/// Parallel with OpenMP: dk and dv accumulate across query rows, dq across key rows; each
+/// element is summed by one thread in a fixed order (no atomics, no shared accumulators), so
+/// the result is bit-identical for any thread count.
 /// @param s the shapes; all four must be at least 1
 /// @param q, k, v `[B, H, T, d]` the forward's inputs
 /// @param out `[B, H, T, d]` the forward's output

@@ -34,9 +34,12 @@ Cf randn4(std::size_t B, std::size_t H, std::size_t T, std::size_t d, unsigned s
     return wbtest::randn<Cf>({B, H, T, d}, seed);
 }
 
-// The shapes the comparisons run on: T = 1, d not a power of two, B·H = 1, B·H = 15 > threads.
+// The shapes the comparisons run on: T = 1, d not a power of two, B·H = 1, B·H = 15 > threads,
+// and T = 150 and 130: more than two 64-key tiles, the last one partial, so a tiled kernel must
+// carry its running max, sum and output from tile to tile (and rescale them).
 const std::vector<std::vector<std::size_t>> kShapes = {
-    {1, 1, 1, 4}, {1, 1, 5, 3}, {2, 3, 7, 5}, {3, 5, 9, 8}, {1, 2, 17, 7}};
+    {1, 1, 1, 4}, {1, 1, 5, 3}, {2, 3, 7, 5}, {3, 5, 9, 8}, {1, 2, 17, 7}, {1, 2, 150, 16},
+    {2, 1, 130, 9}};
 
 std::string shape_name(const std::vector<std::size_t>& s) { return wb::shape_str(s); }
 
@@ -322,8 +325,8 @@ TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held",
 // ---- threads ---------------------------------------------------------------------------------
 
 TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[threads]") {
-    // B·H = 15 heads, T = 33: more rows and heads than threads.
-    const Cf q = randn4(3, 5, 33, 7, 81), k = randn4(3, 5, 33, 7, 82), v = randn4(3, 5, 33, 7, 83);
+    // B·H = 15 heads, T = 150: more rows, heads and tiles than threads.
+    const Cf q = randn4(3, 5, 150, 7, 81), k = randn4(3, 5, 150, 7, 82), v = randn4(3, 5, 150, 7, 83);
     Lse lse1, lse4;
     Cf out1, out4;
     with_threads(1, [&] { out1 = wb::attention_forward(q, k, v, lse1); });
@@ -337,8 +340,8 @@ TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[thread
 TEST_CASE("attention_backward gives the same bits with 1 and 4 threads", "[threads][backward]") {
     // One (b, h) per thread: no two threads add into the same dk or dv element, and each sum
     // runs in a fixed order, so the backward is bit-identical too.
-    const Cf q = randn4(3, 5, 33, 7, 91), k = randn4(3, 5, 33, 7, 92), v = randn4(3, 5, 33, 7, 93);
-    const Cf dout = randn4(3, 5, 33, 7, 94);
+    const Cf q = randn4(3, 5, 150, 7, 91), k = randn4(3, 5, 150, 7, 92), v = randn4(3, 5, 150, 7, 93);
+    const Cf dout = randn4(3, 5, 150, 7, 94);
     Lse lse;
     const Cf out = wb::attention_forward(q, k, v, lse);
     Cf dq1, dk1, dv1, dq4, dk4, dv4;
