@@ -37,7 +37,7 @@ using namespace wb::minigpt;
 
 struct Cli {
     TrainOptions train;
-    std::size_t d_model = 64, heads = 4, layers = 2;
+    std::size_t d_model = 128, heads = 4, layers = 4;
     std::uint64_t model_seed = 1;
     double held_out_fraction = 0.1;
     std::string corpus = bundled_corpus_path();
@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
     t.steps = 1500;
     t.time_limit_s = 300;  // a safety net: the default run ends within minutes anywhere
     t.batch = 16;
-    t.context = 64;
+    t.context = 128;
+    t.lr = 2e-3f;
     t.warmup = 50;
     t.eval_interval = 100;
     t.threads = 0;
