@@ -1,0 +1,27 @@
+// Chapter 9, extra exercise — your implementation of grouped-query attention. Replace each
+// WB_STUB() with the body; the spec of every function is its comment in gqa.hpp, the ideas are
+// in README.md ("Extra: grouped-query attention").
+// Check your work with:  ctest --preset student -L chapter9
+#include "9-kv-cache/gqa.hpp"
+
+namespace wb {
+inline namespace WB_IMPL {
+
+Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
+                          bool causal) {
+    // Hint: check the shapes first (see @throws). The group size is G = H / H_kv, and query
+    // head h reads K/V head h / G (not h % H_kv: the heads of a group are consecutive). For
+    // each (b, h, t): scores over the keys s it may see (with causal: s <= t + (S - T)),
+    // scaled by 1/sqrt(d), a max-shifted softmax, then the weighted sum of the values.
+    (void)q, (void)k, (void)v, (void)causal;
+    WB_STUB();
+}
+
+std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::size_t B) {
+    // Hint: kv_cache_elements counts H·d = D numbers per position; here only H_kv·d.
+    (void)config, (void)H_kv, (void)B;
+    WB_STUB();
+}
+
+}  // namespace WB_IMPL
+}  // namespace wb

@@ -1,0 +1,103 @@
+// Chapter 9, extra exercise — reference implementation of grouped-query attention.
+// H query heads share H_kv K/V heads in groups of G = H / H_kv consecutive heads: query head h
+// reads K/V head h / G. Plain loops, one (b, h, t) query at a time, as in the cached attention
+// of kv_cache.cpp.
+#include "9-kv-cache/gqa.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace wb {
+inline namespace WB_IMPL {
+
+namespace {
+
+std::string num(std::size_t n) { return std::to_string(n); }
+
+std::string shapes_str(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v) {
+    return "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " +
+           shape_str(v.shape());
+}
+
+}  // namespace
+
+Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
+                          bool causal) {
+    const std::string fn = "wb::gqa_attention";
+    require_nonempty(fn.c_str(), "q [B, H, T, d]", q);
+    require_nonempty(fn.c_str(), "k [B, H_kv, S, d]", k);
+    require_nonempty(fn.c_str(), "v [B, H_kv, S, d]", v);
+    const std::size_t B = q.shape(0), H = q.shape(1), T = q.shape(2), d = q.shape(3);
+    const std::size_t H_kv = k.shape(1), S = k.shape(2);
+    if (v.shape() != k.shape()) {
+        throw ShapeError(fn + ": " + shapes_str(q, k, v) +
+                         ": expected v to have the shape of k, [B, H_kv, S, d]");
+    }
+    if (k.shape(0) != B || k.shape(3) != d) {
+        throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": expected k [B, H_kv, S, d] with B = " +
+                         num(B) + " and d = " + num(d) + " as in q");
+    }
+    if (H % H_kv != 0) {
+        throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": H_kv = " + num(H_kv) +
+                         " K/V heads do not divide H = " + num(H) +
+                         " query heads (expected H % H_kv == 0)");
+    }
+    if (causal && T > S) {
+        throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": causal needs T = " + num(T) +
+                         " <= S = " + num(S) + " (the queries are the last T of the S positions)");
+    }
+
+    const std::size_t G = H / H_kv;        // query heads per K/V head
+    const std::size_t past = S - T;        // with causal: positions before the first query
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+    Cube<float> out = xt::zeros<float>({B, H, T, d});  // [B, H, T, d]
+    std::vector<float> w(S);                           // [S] one query's scores, then weights
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t h = 0; h < H; ++h) {
+            const std::size_t g = h / G;  // the K/V head of h's group
+            for (std::size_t t = 0; t < T; ++t) {
+                // Query t sits at position past + t: it sees keys [0, past + t] when causal.
+                const std::size_t end = causal ? past + t + 1 : S;
+                float m = -INFINITY;
+                for (std::size_t s = 0; s < end; ++s) {
+                    float dot = 0.0f;
+                    for (std::size_t e = 0; e < d; ++e) dot += q(b, h, t, e) * k(b, g, s, e);
+                    w[s] = dot * scale;
+                    m = std::max(m, w[s]);
+                }
+                float sum = 0.0f;
+                for (std::size_t s = 0; s < end; ++s) {
+                    w[s] = std::exp(w[s] - m);  // shifted by the maximum: no overflow
+                    sum += w[s];
+                }
+                for (std::size_t s = 0; s < end; ++s) {
+                    const float a = w[s] / sum;
+                    for (std::size_t e = 0; e < d; ++e) out(b, h, t, e) += a * v(b, g, s, e);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::size_t B) {
+    const std::string fn = "wb::gqa_cache_elements";
+    const std::size_t H = config.H, D = config.D;
+    if (H == 0 || D % H != 0) {
+        throw ValueError(fn + ": config H = " + num(H) + ", D = " + num(D) +
+                         ": expected H >= 1 dividing D (each head has width d = D / H)");
+    }
+    if (H_kv == 0 || H % H_kv != 0) {
+        throw ValueError(fn + ": H_kv = " + num(H_kv) + " does not divide H = " + num(H) +
+                         " (expected 1 <= H_kv <= H with H % H_kv == 0)");
+    }
+    const std::size_t d = D / H;
+    // K and V (2), per layer (L), per sequence (B), per position (T_max), H_kv heads of d floats.
+    return 2 * config.L * B * config.T_max * H_kv * d;
+}
+
+}  // namespace WB_IMPL
+}  // namespace wb
