@@ -58,7 +58,7 @@ NextToken shift_for_next_token(const TokenIds& tokens) {
 template <class T>
 T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
               const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache) {
-    // Hint: check everything (config, shapes of parameters(params), inputs, targets) before
+    // Hint: check everything (require_valid_config, require_gpt_shapes, inputs, targets) before
     // computing. Then, with N = B·T rows (row b·T + t):
     //   x = wte[id] + wpe[t]                                             [N, D]
     //   per block: save x_in; ln1 = layer_norm_forward(x, ...); q, k, v = linear_forward(ln1,

@@ -17,8 +17,10 @@
 /// type, so the code calls the sequence length something else.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -147,6 +149,63 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
                          " does not divide D = " + std::to_string(c.D) +
                          " (each head has width d = D / H)");
     }
+}
+
+/// Raises a ShapeError from `fn` unless every tensor of `p` has the shape the config gives it
+/// (the shapes listed in GptBlock and GptParams). Given code, shared by the model (this
+/// chapter) and the capstone's trainer; it allocates nothing unless it throws, so a training
+/// step can call it every time.
+/// @param fn the public function to name in the message, e.g. "wb::gpt_forward"
+/// @param which what `p` is to the caller, e.g. "params" or "grads"
+/// @param p the tensors to check
+/// @param c the configuration they must match
+/// @throws ShapeError naming fn, which, the tensor (e.g. `blocks.1.w_fc`), its shape, the
+///         expected one and the config
+template <class T>
+void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p,
+                        const GptConfig& c) {
+    const std::size_t D = c.D, F = 4 * D;
+    const auto need = [&](const char* name, std::size_t l, const auto& t,
+                          std::initializer_list<std::size_t> expected) {
+        if (t.dimension() == expected.size() &&
+            std::equal(expected.begin(), expected.end(), t.shape().begin())) {
+            return;
+        }
+        const std::string full =
+            l == SIZE_MAX ? name : "blocks." + std::to_string(l) + "." + name;
+        throw ShapeError(std::string(fn) + ": " + which + " tensor " + full + " has shape " +
+                         shape_str(t.shape()) + ", expected " + shape_str(Shape(expected)) +
+                         " for config " + config_str(c));
+    };
+    need("wte", SIZE_MAX, p.wte, {c.V, D});
+    need("wpe", SIZE_MAX, p.wpe, {c.T_max, D});
+    if (p.blocks.size() != c.L) {
+        throw ShapeError(std::string(fn) + ": " + which + " has " +
+                         std::to_string(p.blocks.size()) + " blocks, expected L = " +
+                         std::to_string(c.L) + " for config " + config_str(c));
+    }
+    for (std::size_t l = 0; l < c.L; ++l) {
+        const GptBlock<T>& b = p.blocks[l];
+        need("ln1_g", l, b.ln1_g, {D});
+        need("ln1_b", l, b.ln1_b, {D});
+        need("w_q", l, b.w_q, {D, D});
+        need("b_q", l, b.b_q, {D});
+        need("w_k", l, b.w_k, {D, D});
+        need("b_k", l, b.b_k, {D});
+        need("w_v", l, b.w_v, {D, D});
+        need("b_v", l, b.b_v, {D});
+        need("w_o", l, b.w_o, {D, D});
+        need("b_o", l, b.b_o, {D});
+        need("ln2_g", l, b.ln2_g, {D});
+        need("ln2_b", l, b.ln2_b, {D});
+        need("w_fc", l, b.w_fc, {F, D});
+        need("b_fc", l, b.b_fc, {F});
+        need("w_proj", l, b.w_proj, {D, F});
+        need("b_proj", l, b.b_proj, {D});
+    }
+    need("ln_f_g", SIZE_MAX, p.ln_f_g, {D});
+    need("ln_f_b", SIZE_MAX, p.ln_f_b, {D});
+    need("lm_head", SIZE_MAX, p.lm_head, {c.V, D});
 }
 
 /// @}

@@ -16,32 +16,6 @@ namespace {
 
 std::string num(std::size_t n) { return std::to_string(n); }
 
-// Every tensor of the model with the shape the config gives it, in parameters() order.
-template <class P>
-void check_params(const std::string& fn, const char* which, const std::vector<ParamRef<P>>& refs,
-                  const GptConfig& c) {
-    const std::size_t D = c.D;
-    std::vector<Shape> expected = {{c.V, D}, {c.T_max, D}};
-    for (std::size_t l = 0; l < c.L; ++l) {
-        const std::vector<Shape> block = {{D},    {D},    {D, D},     {D},    {D, D}, {D},
-                                          {D, D}, {D},    {D, D},     {D},    {D},    {D},
-                                          {4 * D, D},     {4 * D},    {D, 4 * D},     {D}};
-        expected.insert(expected.end(), block.begin(), block.end());
-    }
-    expected.insert(expected.end(), {{D}, {D}, {c.V, D}});
-    if (refs.size() != expected.size()) {
-        throw ShapeError(fn + ": " + which + " has " + num(refs.size()) + " tensors, expected " +
-                         num(expected.size()) + " for L = " + num(c.L) + " blocks");
-    }
-    for (std::size_t i = 0; i < refs.size(); ++i) {
-        if (refs[i].shape != expected[i]) {
-            throw ShapeError(fn + ": " + which + " tensor " + refs[i].name + " has shape " +
-                             shape_str(refs[i].shape) + ", expected " + shape_str(expected[i]) +
-                             " for config " + config_str(c));
-        }
-    }
-}
-
 // Ids [B, T] with B, T >= 1, T <= T_max, each id in [0, V).
 void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c) {
     const std::size_t B = ids.shape(0), seq = ids.shape(1);
@@ -261,7 +235,7 @@ T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenId
               const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache) {
     const std::string fn = "wb::gpt_forward";
     require_valid_config(fn, config);
-    check_params(fn, "params", parameters(params), config);
+    require_gpt_shapes(fn.c_str(), "params", params, config);
     check_inputs(fn, inputs, config);
     require_shape(fn.c_str(), "targets [B, T]", targets,
                   Shape(inputs.shape().begin(), inputs.shape().end()));
@@ -291,7 +265,7 @@ template <class T>
 Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs) {
     const std::string fn = "wb::gpt_logits";
     require_valid_config(fn, config);
-    check_params(fn, "params", parameters(params), config);
+    require_gpt_shapes(fn.c_str(), "params", params, config);
     check_inputs(fn, inputs, config);
     GptCache<T> cache;
     forward_to_logits(params, config, inputs, cache);
@@ -303,8 +277,8 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
                   GptParams<T>& grads) {
     const std::string fn = "wb::gpt_backward";
     require_valid_config(fn, config);
-    check_params(fn, "params", parameters(params), config);
-    check_params(fn, "grads", parameters(static_cast<const GptParams<T>&>(grads)), config);
+    require_gpt_shapes(fn.c_str(), "params", params, config);
+    require_gpt_shapes(fn.c_str(), "grads", static_cast<const GptParams<T>&>(grads), config);
     if (!cache.has_loss || cache.blocks.size() != config.L) {
         throw ValueError(fn + ": the cache holds no loss: call gpt_forward (with targets) first; "
                               "gpt_logits does not prepare a backward");

@@ -330,53 +330,6 @@ struct GptTrainer::Impl {
 
 namespace {
 
-// Raises a ShapeError from `fn` unless every tensor of `p` has the shape the config gives it.
-// Runs every step, so it allocates nothing unless it throws.
-void check_params(const char* fn_name, const char* which, const GptParams<float>& p,
-                  const GptConfig& c) {
-    const std::size_t D = c.D, F = 4 * D;
-    const auto fn = [fn_name] { return std::string(fn_name); };
-    auto need = [&](const char* name, std::size_t l, const auto& t,
-                    std::initializer_list<std::size_t> expected) {
-        if (t.dimension() == expected.size() &&
-            std::equal(expected.begin(), expected.end(), t.shape().begin())) {
-            return;
-        }
-        const std::string full = l == SIZE_MAX ? name : "blocks." + num(l) + "." + name;
-        throw ShapeError(fn() + ": " + which + " tensor " + full + " has shape " +
-                         shape_str(t.shape()) + ", expected " + shape_str(Shape(expected)) +
-                         " for config " + config_str(c));
-    };
-    need("wte", SIZE_MAX, p.wte, {c.V, D});
-    need("wpe", SIZE_MAX, p.wpe, {c.T_max, D});
-    if (p.blocks.size() != c.L) {
-        throw ShapeError(fn() + ": " + which + " has " + num(p.blocks.size()) +
-                         " blocks, expected L = " + num(c.L) + " for config " + config_str(c));
-    }
-    for (std::size_t l = 0; l < c.L; ++l) {
-        const GptBlock<float>& b = p.blocks[l];
-        need("ln1_g", l, b.ln1_g, {D});
-        need("ln1_b", l, b.ln1_b, {D});
-        need("w_q", l, b.w_q, {D, D});
-        need("b_q", l, b.b_q, {D});
-        need("w_k", l, b.w_k, {D, D});
-        need("b_k", l, b.b_k, {D});
-        need("w_v", l, b.w_v, {D, D});
-        need("b_v", l, b.b_v, {D});
-        need("w_o", l, b.w_o, {D, D});
-        need("b_o", l, b.b_o, {D});
-        need("ln2_g", l, b.ln2_g, {D});
-        need("ln2_b", l, b.ln2_b, {D});
-        need("w_fc", l, b.w_fc, {F, D});
-        need("b_fc", l, b.b_fc, {F});
-        need("w_proj", l, b.w_proj, {D, F});
-        need("b_proj", l, b.b_proj, {D});
-    }
-    need("ln_f_g", SIZE_MAX, p.ln_f_g, {D});
-    need("ln_f_b", SIZE_MAX, p.ln_f_b, {D});
-    need("lm_head", SIZE_MAX, p.lm_head, {c.V, D});
-}
-
 // Stacks w_q, w_k, w_v [D, D] into wqkv [3D, D]: the weight of the three projections as one
 // Linear of width 3D (a copy of 3·D² floats, against 6·N·D² flops for the product).
 void pack_qkv(const GptBlock<float>& w, float* wqkv, std::size_t D) {
@@ -473,7 +426,7 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     if (targets.shape(0) != B || targets.shape(1) != T) {
         require_shape(fn, "targets [B, T]", targets, {B, T});
     }
-    check_params(fn, "params", params, c);
+    require_gpt_shapes(fn, "params", params, c);
     m.has_forward = false;  // the buffers are about to change
     std::size_t valid = 0;
     for (std::size_t n = 0; n < N; ++n) {
@@ -601,8 +554,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                               "targets) first (a forward that threw leaves none either)");
     }
     const GptConfig& c = m.c;
-    check_params(fn, "params", params, c);
-    check_params(fn, "grads", grads, c);
+    require_gpt_shapes(fn, "params", params, c);
+    require_gpt_shapes(fn, "grads", grads, c);
     const std::size_t B = m.B, T = m.T, N = m.N, D = c.D, F = 4 * D, H = c.H, d = m.d, V = c.V;
     const SerialBlas serial;
 
