@@ -278,7 +278,7 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
     const std::string fn = "wb::gpt_backward";
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
-    require_gpt_shapes(fn.c_str(), "grads", static_cast<const GptParams<T>&>(grads), config);
+    require_gpt_shapes(fn.c_str(), "grads", grads, config);
     if (!cache.has_loss || cache.blocks.size() != config.L) {
         throw ValueError(fn + ": the cache holds no loss: call gpt_forward (with targets) first; "
                               "gpt_logits does not prepare a backward");

@@ -526,7 +526,7 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
         // This thread's tiles, kept between calls: a training step calls the kernel 2·L
         // times, and the scratch only grows (every task overwrites what it reads).
         thread_local std::vector<float> work;
-        if (work.size() < forward_scratch(g)) work.resize(forward_scratch(g));
+        work.resize(std::max(work.size(), forward_scratch(g)));
 #pragma omp for schedule(dynamic, 1)
         for (long long t = 0; t < tasks; ++t) {
             const Pair p = pair_of(static_cast<std::size_t>(t), g.nb);
@@ -572,7 +572,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
         // This thread's tiles, kept between calls: a training step calls the kernel 2·L
         // times, and the scratch only grows (every task overwrites what it reads).
         thread_local std::vector<float> work;
-        if (work.size() < backward_scratch(g)) work.resize(backward_scratch(g));
+        work.resize(std::max(work.size(), backward_scratch(g)));
         // Pass 1: dk, dv, one key block per task (key block kb sees query blocks kb..nb-1).
 #pragma omp for schedule(dynamic, 1)
         for (long long t = 0; t < tasks; ++t) {

@@ -35,10 +35,11 @@
 
 // The two task functions are compiled three times, for AVX-512, for AVX2 + FMA and for the
 // build's default target, and the program loader picks the widest the processor has (GCC's
-// function multi-versioning; section 7 of the guide does the same by hand).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// function multi-versioning; section 7 of the guide does the same by hand). To time one
+// instruction set alone, build with -DWB_CLONES= (and -march=x86-64-v3 for AVX2 + FMA).
+#if !defined(WB_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define WB_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
+#elif !defined(WB_CLONES)
 #define WB_CLONES
 #endif
 // The small helpers are inlined into the task functions, so each copy uses its own vectors.
@@ -61,7 +62,8 @@ void require_positive(const char* function, const AttentionShape& s) {
 }
 
 // kt[c·BC + j] = x[(j0 + j)·d + c] for the n ≤ BC rows j0 .. j0+n−1 of a [T, d] head.
-WB_INLINE void transpose_block(const float* x, std::size_t j0, std::size_t n, std::size_t d, float* kt) {
+WB_INLINE void transpose_block(const float* x, std::size_t j0, std::size_t n, std::size_t d,
+                               float* kt) {
     for (std::size_t j = 0; j < n; ++j)
         for (std::size_t c = 0; c < d; ++c) kt[c * BC + j] = x[(j0 + j) * d + c];
 }
@@ -80,7 +82,8 @@ WB_INLINE void add_rows(float* y, std::size_t n, const float* a, const float* x,
         const float* x2 = x1 + stride;
         const float* x3 = x2 + stride;
 #pragma omp simd
-        for (std::size_t e = 0; e < n; ++e) y[e] += a0 * x0[e] + a1 * x1[e] + a2 * x2[e] + a3 * x3[e];
+        for (std::size_t e = 0; e < n; ++e)
+            y[e] += a0 * x0[e] + a1 * x1[e] + a2 * x2[e] + a3 * x3[e];
     }
     for (; u < rows; ++u) {
         const float au = a[u];
