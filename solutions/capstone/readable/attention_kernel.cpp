@@ -7,7 +7,7 @@
 //   cmake --workflow --preset readable
 //   build/readable/bench/bench_workbook --benchmark_filter=capstone
 //
-// Three changes from the one-key-at-a-time loops of the tasks make it 2.5–3 times as fast:
+// Three changes from the one-key-at-a-time loops of the tasks make it 2–3 times as fast:
 //  - keys in blocks of BC: a block of keys is transposed once, kt = [d, BC], so the scores
 //    of a query row against the whole block are one loop along the keys (`s[j] += q[c]·kt[c][j]`)
 //    that vectorises with no horizontal sum;
