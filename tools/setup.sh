@@ -1,29 +1,63 @@
 #!/usr/bin/env bash
-# Installs everything the workbook needs on Debian 12 (bookworm), from Debian's packages.
-# Idempotent: packages already installed are left alone. Run as root, or with sudo.
+# Installs everything the workbook needs on Debian 12 (bookworm) or Debian 13 (trixie), from
+# Debian's packages. Idempotent: packages already installed are left alone. Run as root, or
+# with sudo.
 #
 #   tools/setup.sh                 install what is missing and say what (sudo if not root)
+#   tools/setup.sh --docs          also what the documentation site's browser check needs
+#   tools/setup.sh --torch         also PyTorch, for tools/goldens and tools/compare_torch.py
 #   tools/setup.sh --check         only list what is missing (exit 1 if anything is)
+#
+# Other distributions (not tested here): a C++17 compiler with OpenMP, CMake 3.25 or later,
+# Ninja, Python 3, xtensor 0.24+ with xtl and xsimd, xtensor-blas 0.20+, a BLAS (OpenBLAS),
+# Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, and for the site Doxygen, Graphviz and
+# MathJax.
 set -euo pipefail
 
-# package                  what it is for
+# package                  what it is for                               Debian 12 / Debian 13
 PACKAGES=(
-  g++                      # the C++17 compiler (g++ 12)
-  cmake                    # the build (3.25: presets with workflows)
+  g++                      # the C++17 compiler                          g++ 12 / 14
+  cmake                    # the build (presets with workflows)          3.25 / 3.31
   ninja-build              # the generator the presets use
   python3                  # tools/workbook (standard library only)
-  libxtensor-dev           # tensors (0.24)
+  libxtensor-dev           # tensors                                     0.24 / 0.25
   xtl-dev                  # xtensor's support library
   libxsimd-dev             # xtensor's SIMD layer (only a Recommends of libxtensor-dev)
-  libxtensor-blas-dev      # xt::linalg::dot (0.20)
+  libxtensor-blas-dev      # xt::linalg::dot                             0.20 / 0.21
   libopenblas-dev          # the BLAS behind it
-  catch2                   # the checks (2.13, with a prebuilt main)
-  libbenchmark-dev         # student-vs-reference benchmarks (1.7)
-  libcli11-dev             # the minigpt command's options (CLI11 2.1)
+  catch2                   # the checks                                  2.13 / 3.7
+  libbenchmark-dev         # student-vs-reference benchmarks             1.7 / 1.9
+  libcli11-dev             # the minigpt command's options               2.1 / 2.4
   doxygen                  # the documentation site
   graphviz                 # diagrams in the documentation site
   libjs-mathjax            # formulas in the documentation site, offline
 )
+DOCS_PACKAGES=(chromium)                     # the site's check loads every page in a browser
+TORCH_PACKAGES=(python3-torch python3-numpy) # goldens and the PyTorch comparison
+
+check_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --check) check_only=1 ;;
+    --docs) PACKAGES+=("${DOCS_PACKAGES[@]}") ;;
+    --torch) PACKAGES+=("${TORCH_PACKAGES[@]}") ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup: unknown option '$arg' (expected --docs, --torch, --check)" >&2; exit 2 ;;
+  esac
+done
+
+# Which release this is: the package names above hold for both Debian 12 and 13.
+release="unknown"
+if [ -r /etc/os-release ]; then
+  release="$(. /etc/os-release && echo "${PRETTY_NAME:-$ID}")"
+  codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
+  case "$codename" in
+    bookworm|trixie) ;;
+    *) echo "setup: $release is not Debian 12 or 13; trying the same package names" \
+            "(see the list at the top of tools/setup.sh for other systems)" >&2 ;;
+  esac
+fi
+echo "setup: found $release"
 
 missing=()
 for package in "${PACKAGES[@]}"; do
@@ -32,7 +66,7 @@ for package in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ "${1:-}" = "--check" ]; then
+if [ "$check_only" -eq 1 ]; then
   if [ ${#missing[@]} -eq 0 ]; then
     echo "setup: all ${#PACKAGES[@]} packages are installed"
     exit 0

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
 
