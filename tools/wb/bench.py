@@ -1,0 +1,302 @@
+"""The bench verb: Google Benchmark's JSON, the table and the scaling chart."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import *  # noqa: F401,F403
+from .results import *  # noqa: F401,F403
+
+# ---- benchmarks -----------------------------------------------------------------------------
+
+
+@dataclass
+class BenchRow:
+    chapter: str
+    function: str
+    impl: str       # student or reference
+    shape: str      # e.g. B1_H8_T1024_d64
+    extra: str      # the rest of the name, e.g. threads:2
+    seconds: float  # real time per iteration
+    gflops: float = None
+    extra_mib: float = None
+    error: str = ""
+
+    @property
+    def key(self):
+        return (self.chapter, self.function, self.shape, self.extra)
+
+    def dim(self, name):
+        """A number from the shape or the rest of the name: dim('T'), dim('threads')."""
+        m = re.search(rf"(?:^|[_/]){name}[:=]?(\d+)(?:$|[_/])", f"{self.shape}/{self.extra}")
+        return int(m.group(1)) if m else None
+
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse_bench_json(text):
+    """The rows of Google Benchmark's JSON whose names follow
+    <chapter>/<function>/<student|reference>/<shape>[/...]."""
+    import json
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise WorkbookError(f"benchmark output is not JSON: {error}")
+    rows, skipped = [], 0
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "mean":
+            continue
+        name = b.get("run_name") or b.get("name", "")
+        # Google Benchmark appends its own options to a name (/real_time, /iterations:N …):
+        # they are not part of what is measured, so student and reference rows still pair.
+        parts = [p for p in name.split("/") if p not in ("real_time", "process_time", "manual_time")
+                 and not re.match(r"(iterations|repetitions|min_time):", p)]
+        if len(parts) < 4 or parts[2] not in ("student", "reference"):
+            skipped += 1
+            continue
+        unit = UNITS.get(b.get("time_unit", "ns"), 1e-9)
+        rows.append(BenchRow(parts[0], parts[1], parts[2], parts[3], "/".join(parts[4:]),
+                             float(b.get("real_time", 0.0)) * unit,
+                             b.get("GFLOPs"), b.get("extra_MiB"),
+                             b.get("error_message", "") if b.get("error_occurred") else ""))
+    return rows, skipped
+
+
+def bench_table(rows):
+    pairs = {}
+    for r in rows:
+        pairs.setdefault(r.key, {})[r.impl] = r
+    width = max([len("/".join(k for k in key if k)) for key in pairs] + [9])
+    lines = [f"{'benchmark':<{width}} {'student':>11} {'reference':>11} {'ratio':>7}  "
+             f"{'GFLOP/s (yours/ref)':>20}"]
+
+    def fmt_time(r):
+        if r is None:
+            return "-"
+        if r.error:
+            return "error"
+        for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if r.seconds >= scale or unit == "ns":
+                return f"{r.seconds / scale:.3g} {unit}"
+
+    def fmt_rate(r):
+        return "-" if r is None or r.gflops is None or r.error else f"{r.gflops:.3g}"
+
+    notes = []
+    for key, pair in pairs.items():
+        s, ref = pair.get("student"), pair.get("reference")
+        name = "/".join(k for k in key if k)
+        ratio = (f"{s.seconds / ref.seconds:.2f}x" if s and ref and not s.error and not ref.error
+                 and ref.seconds > 0 else "-")
+        lines.append(f"{name:<{width}} {fmt_time(s):>11} {fmt_time(ref):>11} {ratio:>7}  "
+                     f"{fmt_rate(s) + ' / ' + fmt_rate(ref):>20}")
+        for r in (s, ref):
+            if r and r.error:
+                notes.append(f"  {name} ({r.impl}): {r.error}")
+    lines.append("ratio = your time / the reference's time (below 1: yours is faster)")
+    return lines + notes
+
+
+def svg_escape(text):
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&apos;"))
+
+
+def svg_num(v):
+    return f"{v:.4g}"
+
+
+def nice_ticks(lo, hi):
+    """The ticks of workbook/svg.hpp: steps of 1, 2 or 5 times a power of ten."""
+    import math
+    if not hi > lo:
+        return [lo]
+    raw = (hi - lo) / 5.0
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), mag)
+    ticks, t = [], math.ceil(lo / step) * step
+    while t <= hi + step * 1e-9:
+        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
+        t += step
+    return ticks
+
+
+def write_line_chart(path, title, x_label, y_label, series):
+    """The SVG line chart of workbook/svg.hpp (same layout and palette), from Python."""
+    palette = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442",
+               "#000000"]
+    if not series:
+        raise WorkbookError("write_line_chart: got no series, expected at least one")
+    xs = [x for _, pts in series for x, _ in pts]
+    ys = [y for _, pts in series for _, y in pts]
+    if not xs:
+        raise WorkbookError("write_line_chart: the series have no points")
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    y0 = min(y0, 0.0)
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    if y1 == y0:
+        y1 = y0 + 1
+    xt, yt = nice_ticks(x0, x1), nice_ticks(y0, y1)
+    x0, x1, y0, y1 = min(x0, xt[0]), max(x1, xt[-1]), min(y0, yt[0]), max(y1, yt[-1])
+    # The legend's column is as wide as its longest name (about 7 px per character).
+    longest = max((len(name) for name, _ in series), default=0)
+    left, right, top, bottom = 70, max(170, 60 + 7 * longest), 40, 55
+    W, H = 550 + right, 440
+    pw, ph = W - left - right, H - top - bottom
+
+    def px(x):
+        return left + (x - x0) / (x1 - x0) * pw
+
+    def py(y):
+        return top + ph - (y - y0) / (y1 - y0) * ph
+
+    def text(x, y, s, anchor="middle", extra=""):
+        return (f'<text x="{svg_num(x)}" y="{svg_num(y)}" text-anchor="{anchor}"'
+                f'{" " + extra if extra else ""}>{svg_escape(s)}</text>')
+
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+           f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           text(W / 2, 22, title, extra='font-size="15" font-weight="bold"')]
+    for t in xt:
+        out.append(f'<line x1="{svg_num(px(t))}" y1="{top}" x2="{svg_num(px(t))}" '
+                   f'y2="{top + ph}" stroke="#e5e5e5"/>')
+        out.append(text(px(t), top + ph + 16, svg_num(t)))
+    for t in yt:
+        out.append(f'<line x1="{left}" y1="{svg_num(py(t))}" x2="{left + pw}" '
+                   f'y2="{svg_num(py(t))}" stroke="#e5e5e5"/>')
+        out.append(text(left - 6, py(t) + 4, svg_num(t), "end"))
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" '
+               f'stroke="#333"/>')
+    out.append(text(left + pw / 2, H - 14, x_label))
+    out.append(text(18, top + ph / 2, y_label,
+                    extra=f'transform="rotate(-90 18 {svg_num(top + ph / 2)})"'))
+    for s, (name, pts) in enumerate(series):
+        color = palette[s % len(palette)]
+        pts = sorted(pts)
+        coords = " ".join(f"{svg_num(px(x))},{svg_num(py(y))}" for x, y in pts)
+        dash = ' stroke-dasharray="6 3"' if " reference" in name else ""
+        out.append(f'<polyline fill="none" stroke-width="2" stroke="{color}"{dash} '
+                   f'points="{coords}"/>')
+        for x, y in pts:
+            out.append(f'<circle r="3" fill="{color}" cx="{svg_num(px(x))}" '
+                       f'cy="{svg_num(py(y))}"/>')
+        ly = top + 10 + 20 * s
+        out.append(f'<line x1="{left + pw + 15}" y1="{ly}" x2="{left + pw + 40}" y2="{ly}" '
+                   f'stroke-width="2" stroke="{color}"{dash}/>')
+        out.append(text(left + pw + 46, ly + 4, name, "start"))
+    out.append("</svg>")
+    tmp = Path(str(path) + ".tmp")
+    try:
+        tmp.write_text("\n".join(out) + "\n")
+        os.replace(tmp, path)
+    except OSError as error:
+        raise WorkbookError(f"cannot write {path}: {error.strerror}")
+
+
+def scaling_series(rows):
+    """(x label, [(name, [(x, y)])]): GFLOP/s (or time) against T if T varies, else threads."""
+    rows = [r for r in rows if not r.error]
+    axis = next((d for d in ("T", "threads")
+                 if len({r.dim(d) for r in rows if r.dim(d) is not None}) > 1), None)
+    if axis is None:
+        raise WorkbookError("the benchmarks vary neither T nor threads: nothing to chart")
+    use_rate = all(r.gflops is not None for r in rows)
+    def others(r):  # the name's settings other than the axis, e.g. ['B1', 'H8', 'threads:2']
+        rest = re.sub(rf"(?:^|[_/]){axis}[:=]?\d+", "", f"{r.shape}/{r.extra}")
+        return [t for t in re.split(r"[_/]+", rest) if t]
+    common = set.intersection(*(set(others(r)) for r in rows)) if rows else set()
+    groups = {}
+    for r in rows:
+        x = r.dim(axis)
+        if x is None:
+            continue
+        # A line per function, implementation and setting that varies (the shared ones are
+        # left out of the legend).
+        name = " ".join([r.function, "yours" if r.impl == "student" else "reference"]
+                        + [t for t in others(r) if t not in common])
+        groups.setdefault(name, []).append((x, r.gflops if use_rate else r.seconds * 1e3))
+    series = sorted(groups.items(), key=lambda item: item[0])
+    return ("T (tokens)" if axis == "T" else "threads"), ("GFLOP/s" if use_rate else "ms"), series
+
+
+def cmd_bench(args):
+    if args.filter:
+        pattern = args.filter
+    elif args.target in (None, "all"):
+        pattern = "."
+    elif args.target == "kernel":
+        pattern = "^capstone/"
+    else:
+        pattern = f"^{chapter_label(args.target, COURSE)}/"
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise WorkbookError(f"--filter {pattern}: not a regular expression ({error})")
+    if args.from_json:
+        try:
+            text = Path(args.from_json).read_text()
+        except OSError as error:
+            raise WorkbookError(f"cannot read {args.from_json}: {error.strerror}")
+    else:
+        build_dir = Path(args.build_dir)
+        if not (build_dir / "CMakeCache.txt").exists():
+            configure(build_dir, WB_BUILD_BENCH="ON", CMAKE_BUILD_TYPE="Release")
+        elif cache_value(build_dir, "WB_BUILD_BENCH") not in ("ON", "TRUE", "1"):
+            configure(build_dir, WB_BUILD_BENCH="ON")
+        run(["cmake", "--build", str(build_dir), "-j", "2", "--target", "bench_workbook",
+             "train_step"])
+        exe = build_dir / "bench" / "bench_workbook"
+        if not exe.exists():
+            raise WorkbookError(f"{exe} was not built (is Google Benchmark installed?)")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "bench.json"
+            cmd = [str(exe), f"--benchmark_filter={pattern}", f"--benchmark_out={out}",
+                   "--benchmark_out_format=json"]
+            if args.min_time:
+                cmd.append(f"--benchmark_min_time={args.min_time}")
+            print(f"running {exe.name} --benchmark_filter={pattern} ...", flush=True)
+            result = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT)
+            if "Failed to match any benchmarks" in result.stdout:
+                raise WorkbookError(f"no benchmark matched {pattern} (list them with "
+                                    f"{exe} --benchmark_list_tests)")
+            if not out.exists() or not out.read_text().strip():
+                sys.stdout.write(result.stdout[-3000:])
+                raise WorkbookError(f"bench_workbook failed ({result.returncode})")
+            text = out.read_text()
+    if args.json:
+        tmp = Path(str(args.json) + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, args.json)
+        print(f"wrote {args.json}")
+    rows, skipped = parse_bench_json(text)
+    if args.from_json:  # a saved file may hold more than was asked for
+        rows = [r for r in rows if re.search(pattern, f"{r.chapter}/{r.function}/{r.impl}/"
+                                             f"{r.shape}" + (f"/{r.extra}" if r.extra else ""))]
+    if not rows:
+        raise WorkbookError("no benchmark matched: names must look like "
+                            "<chapter>/<function>/<student|reference>/<shape>"
+                            + (f" ({skipped} other rows ignored)" if skipped else ""))
+    for line in bench_table(rows):
+        print(line)
+    if args.svg:
+        x_label, y_label, series = scaling_series(rows)
+        write_line_chart(args.svg, f"{y_label} against {x_label.split()[0]}: yours and the "
+                         "reference", x_label, y_label, series)
+        print(f"wrote {args.svg}")
+    return 0
+
+

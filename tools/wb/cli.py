@@ -1,0 +1,116 @@
+"""The command line: one sub-command per verb."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import *  # noqa: F401,F403
+from .learner import *  # noqa: F401,F403
+from .instructor import *  # noqa: F401,F403
+from .bench import *  # noqa: F401,F403
+import wb
+
+class Parser(argparse.ArgumentParser):
+    """Reports a bad argument in one line (and exit status 2) instead of the usage text."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def main(argv=None):
+    parser = Parser(prog="workbook", description=wb.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = verbs.add_parser("use", help="select the student stub or the reference for a chapter")
+    p.add_argument("chapter", help="3, chapter3, capstone or all")
+    p.add_argument("kind", choices=["student", "reference"])
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_use)
+
+    p = verbs.add_parser("status", help="one line per chapter: stub or reference, checks passed")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_status)
+
+    p = verbs.add_parser("check", help="build and run one chapter's checks (results kept for "
+                         "status and hint)")
+    p.add_argument("chapter", help="3, chapter3, capstone or all")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_check)
+
+    p = verbs.add_parser("hint", help="show the first failing check of a chapter and its next hint",
+                         description="Shows the first failing check of CHAPTER (from the last "
+                         "`check`, or runs the checks) and the next hint from the chapter's guide, "
+                         "one more each time; N shows hint N.")
+    p.add_argument("chapter", help="3, chapter3 or capstone")
+    p.add_argument("n", nargs="?", type=int, help="show hint number N (1 = the first)")
+    p.add_argument("--rerun", action="store_true", help="run the checks even if results exist")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_hint)
+
+    p = verbs.add_parser("grade", help="build a student's tree, run every check, report",
+                         description="Builds a student's tree (a copy of the repository or its "
+                         "chapters/ folder) in its own build directory, runs every check and "
+                         "prints each chapter's result and a score. Exit status: 0 when every "
+                         "check passes, 1 when some fail, 2 on a usage or build-system error.")
+    p.add_argument("--tree", default=str(ROOT), help="the student's repository or chapters/ "
+                   "folder (default: this repository)")
+    p.add_argument("--only", nargs="*", help="grade these chapters; the others come from the "
+                   "reference (default: all)")
+    report = p.add_mutually_exclusive_group()
+    report.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML")
+    report.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
+    p.add_argument("--verbose", action="store_true", help="list passing checks too")
+    p.add_argument("--lines", type=int, default=4, help="failure lines shown per check")
+    p.add_argument("--timeout", type=int, default=300, help="seconds allowed per check")
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile and test jobs")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "grade"))
+    p.set_defaults(func=cmd_grade)
+
+    p = verbs.add_parser("bench", help="time your kernels against the reference",
+                         description="Builds bench_workbook and train_step, runs the benchmarks "
+                         "of TARGET (a chapter, `kernel` for the capstone kernel, or all) and "
+                         "prints your time, the reference's and their ratio.")
+    p.add_argument("target", nargs="?", help="3, chapter3, capstone, kernel or all (default)")
+    p.add_argument("--filter", help="a --benchmark_filter regex instead of TARGET")
+    p.add_argument("--min-time", help="--benchmark_min_time, e.g. 0.05")
+    p.add_argument("--json", metavar="FILE", help="keep Google Benchmark's JSON output")
+    p.add_argument("--svg", metavar="FILE", help="write the scaling chart (GFLOP/s against T "
+                   "or threads)")
+    p.add_argument("--from-json", metavar="FILE", help="read a saved JSON instead of running")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "bench"))
+    p.set_defaults(func=cmd_bench)
+
+    p = verbs.add_parser("verify-stubs",
+                         help="prove each chapter's checks fail on its stub and pass on the reference")
+    p.add_argument("--only", nargs="*", help="chapters to verify (default: all)")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "verify-stubs"))
+    p.set_defaults(func=cmd_verify_stubs)
+
+    p = verbs.add_parser("mutants", help="prove each catalogued mistake is caught")
+    p.add_argument("--only", nargs="*", help="chapters to test (default: all)")
+    p.add_argument("--list", action="store_true", help="list the catalogue and stop")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "mutants"))
+    p.set_defaults(func=cmd_mutants)
+
+    p = verbs.add_parser("guides", help="check that each guide's Chinese edition has its structure")
+    p.add_argument("--require-all", action="store_true", help="a missing README.zh.md is an error")
+    p.set_defaults(func=cmd_guides)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except WorkbookError as error:
+        print(f"workbook {args.verb}: {error}", file=sys.stderr)
+        return 2
+
+

@@ -1,0 +1,103 @@
+"""Shared by every verb: the repository root, errors the user can fix, running commands and CMake."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[2]
+NOT_IMPLEMENTED = "is not implemented yet"
+
+
+class WorkbookError(Exception):
+    """A problem the user can fix; printed without a traceback."""
+
+
+# ---- build directories ----------------------------------------------------------------------
+
+
+def run(cmd, quiet=True, check=True):
+    """Runs a command; on failure shows its output and raises WorkbookError."""
+    result = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    if not quiet:
+        sys.stdout.write(result.stdout)
+    if check and result.returncode != 0:
+        if quiet:
+            sys.stdout.write(result.stdout[-6000:])
+        raise WorkbookError(f"command failed ({result.returncode}): {' '.join(map(str, cmd))}")
+    return result
+
+
+def cache_value(build_dir, name):
+    """Reads NAME from build_dir/CMakeCache.txt, or None."""
+    cache = Path(build_dir) / "CMakeCache.txt"
+    if not cache.exists():
+        return None
+    for line in cache.read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.split("=", 1)[1]
+    return None
+
+
+def configure(build_dir, **variables):
+    """Configures (or reconfigures) build_dir with the given cache variables."""
+    cmd = ["cmake", "-S", str(ROOT), "-B", str(build_dir)]
+    if not (Path(build_dir) / "CMakeCache.txt").exists():
+        cmd += ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DWB_BUILD_BENCH=OFF"]
+    for key, value in variables.items():
+        cmd.append(f"-U{key}" if value is None else f"-D{key}={value}")
+    run(cmd)
+
+
+def chapters_of(build_dir):
+    """The chapter labels the build found, in course order."""
+    value = cache_value(build_dir, "WB_CHAPTERS")
+    if not value:
+        raise WorkbookError(f"{build_dir} is not a configured workbook build")
+    return value.split(";")
+
+
+def folder_of(build_dir, label):
+    return cache_value(build_dir, f"WB_FOLDER_{label}")
+
+
+def chapter_label(text, labels):
+    """Turns '3', 'chapter3' or 'capstone' into a known label."""
+    label = f"chapter{text}" if text.isdigit() else text
+    if label not in labels:
+        raise WorkbookError(f"unknown chapter '{text}'; known: {', '.join(labels)}")
+    return label
+
+
+def build(build_dir, target=None):
+    cmd = ["cmake", "--build", str(build_dir), "-j", "2"]
+    if target:
+        cmd += ["--target", target]
+    run(cmd)
+
+
+
+def require_build(build_dir):
+    build_dir = Path(build_dir)
+    if not (build_dir / "CMakeCache.txt").exists():
+        raise WorkbookError(f"{build_dir} is not configured yet: run `cmake --preset student` "
+                            "first (or pass --build-dir)")
+    return build_dir
+
+
+
+def progress_bar(done, total, width=30):
+    filled = int(round(width * done / total)) if total else 0
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+

@@ -1,0 +1,374 @@
+"""The instructor's verbs: verify-stubs, mutants, guides, grade."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import *  # noqa: F401,F403
+from .results import *  # noqa: F401,F403
+
+def cmd_verify_stubs(args):
+    """Chapter by chapter: every check fails on the stub (with the not-implemented message,
+    the other chapters on the reference) and passes on the reference."""
+    build_dir = Path(args.build_dir)
+    configure(build_dir, WB_REFERENCE="all", **{"WB_IMPL_DIR_*": None})
+    labels = chapters_of(build_dir)
+    if args.only:
+        labels = [chapter_label(c, labels) for c in args.only]
+    build(build_dir)
+    problems = 0
+    reference = {label: run_checks(build_dir, label) for label in labels}
+    for label in labels:
+        others = ";".join(l for l in chapters_of(build_dir) if l != label)
+        configure(build_dir, WB_REFERENCE=others or "none")
+        build(build_dir)
+        stub = run_checks(build_dir, label)
+        ref = reference[label]
+        honest = [c for c in stub.failed if NOT_IMPLEMENTED in c.output]
+        bad = []
+        if not ref.checks:
+            bad.append("no checks")
+        if ref.failed:
+            bad.append(f"{len(ref.failed)} fail on the reference: "
+                       + ", ".join(c.name for c in ref.failed[:3]))
+        if stub.passed:
+            bad.append(f"{len(stub.passed)} pass on the stub: "
+                       + ", ".join(c.name for c in stub.passed[:3]))
+        silent = [c for c in stub.failed if c not in honest]
+        if silent:
+            bad.append(f"{len(silent)} fail without the not-implemented message: "
+                       + ", ".join(c.name for c in silent[:3]))
+        verdict = "OK" if not bad else "PROBLEM: " + "; ".join(bad)
+        problems += bool(bad)
+        print(f"{label:<9} {len(ref.checks):3d} checks  reference {len(ref.passed):3d} pass  "
+              f"stub {len(stub.failed):3d} fail ({len(honest)} not implemented)  {verdict}",
+              flush=True)
+    configure(build_dir, WB_REFERENCE="all")
+    print("all chapters honest" if not problems else f"{problems} chapter(s) with problems")
+    return 1 if problems else 0
+
+
+@dataclass
+class Mutant:
+    name: str
+    folder: str
+    file: str = ""
+    mistake: str = ""
+    find: str = ""
+    replace: str = ""
+
+
+def parse_catalogue(path):
+    """Reads one tools/mutants/<folder>.txt file (format in tools/mutants/README.md)."""
+    mutants, current, block = [], None, None
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        where = f"{path.relative_to(ROOT)}:{number}"
+        if block is not None:
+            if line.strip() == "end" and block == "replace":
+                mutants.append(current)
+                current, block = None, None
+            elif line.strip() == "replace:" and block == "find":
+                block = "replace"
+            else:
+                setattr(current, block, getattr(current, block) + line + "\n")
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "mutant":
+            if current is not None:
+                raise WorkbookError(f"{where}: mutant '{current.name}' has no find/replace/end")
+            current = Mutant(value, path.stem)
+        elif current is None:
+            raise WorkbookError(f"{where}: expected 'mutant: NAME'")
+        elif key in ("file", "mistake"):
+            setattr(current, key, value)
+        elif key == "find":
+            block = "find"
+        else:
+            raise WorkbookError(f"{where}: unknown key '{key}'")
+    if current is not None or block is not None:
+        raise WorkbookError(f"{path.relative_to(ROOT)}: the last mutant is not closed by 'end'")
+    for m in mutants:
+        if not (m.file and m.mistake and m.find):
+            raise WorkbookError(f"{path.relative_to(ROOT)}: mutant '{m.name}' needs file, "
+                                "mistake and find")
+    return mutants
+
+
+def cmd_mutants(args):
+    build_dir = Path(args.build_dir)
+    catalogue = []
+    for path in sorted((ROOT / "tools" / "mutants").glob("*.txt")):
+        catalogue += parse_catalogue(path)
+    names = [m.name for m in catalogue]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise WorkbookError(f"duplicate mutant names: {', '.join(sorted(dupes))}")
+    if args.list:
+        for m in catalogue:
+            print(f"{m.folder:<14} {m.name:<32} {m.mistake}")
+        return 0
+
+    configure(build_dir, WB_REFERENCE="all", **{"WB_IMPL_DIR_*": None})
+    labels = chapters_of(build_dir)
+    wanted = {chapter_label(c, labels) for c in args.only} if args.only else set(labels)
+    scratch = build_dir / "mutant-src"
+    counts = {"CAUGHT": 0, "SURVIVED": 0, "BROKEN": 0}
+    for label in labels:
+        folder = folder_of(build_dir, label)
+        mutants = [m for m in catalogue if m.folder == folder]
+        if label not in wanted or not mutants:
+            continue
+        work = scratch / folder
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(ROOT / "solutions" / folder, work)
+        configure(build_dir, **{f"WB_IMPL_DIR_{label}": work})
+        reference = {path.name: path.read_text()
+                     for path in sorted((ROOT / "solutions" / folder).glob("*.cpp"))}
+        for m in mutants:
+            start = time.time()
+            if m.file not in reference:
+                raise WorkbookError(f"mutant {m.name}: no file solutions/{folder}/{m.file}")
+            text = reference[m.file]
+            if text.count(m.find) != 1:
+                raise WorkbookError(
+                    f"mutant {m.name}: its find text occurs {text.count(m.find)} times in "
+                    f"solutions/{folder}/{m.file} (must be exactly once); update the catalogue")
+            # Rewrite only the files whose text changes (the previous mutant's file goes back to
+            # the reference, this mutant's file gets its mistake): a rewritten file gets a new
+            # time stamp, so the build recompiles exactly those and nothing stale survives.
+            for name, wanted_text in reference.items():
+                if name == m.file:
+                    wanted_text = text.replace(m.find, m.replace)
+                if (work / name).read_text() != wanted_text:
+                    (work / name).write_text(wanted_text)
+            built = run(["cmake", "--build", str(build_dir), "-j", "2", "--target",
+                         f"test_{label}"], check=False)
+            if built.returncode != 0:
+                verdict, detail = "BROKEN", "does not compile: " + " ".join(
+                    l for l in built.stdout.splitlines() if "error" in l)[:200]
+            else:
+                outcome = run_checks(build_dir, label)
+                if outcome.failed:
+                    verdict = "CAUGHT"
+                    detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
+                              + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))
+                else:
+                    verdict = "SURVIVED"
+                    detail = f"all {len(outcome.checks)} checks pass: {m.mistake}"
+            counts[verdict] += 1
+            print(f"{verdict:<8} {label:<9} {m.name:<34} {detail}  ({time.time() - start:.0f} s)",
+                  flush=True)
+        configure(build_dir, **{f"WB_IMPL_DIR_{label}": None})
+        shutil.rmtree(work, ignore_errors=True)
+    total = sum(counts.values())
+    print(f"{counts['CAUGHT']}/{total} mutants caught, {counts['SURVIVED']} survived, "
+          f"{counts['BROKEN']} broken")
+    return 0 if counts["CAUGHT"] == total and total else 1
+
+
+def guide_structure(text):
+    """The parts of a guide that both editions must share, in order."""
+    fences = re.findall(r"^[ \t]*```([^\n]*)\n(.*?)^[ \t]*```", text, re.S | re.M)
+    prose = re.sub(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", "", text, flags=re.S | re.M)
+    return {
+        "headings": [len(h) for h in re.findall(r"^(#{1,6}) ", prose, re.M)],
+        "formulas": [f.strip() for f in re.findall(r"\$\$(.+?)\$\$", prose, re.S)],
+        # mermaid labels may be translated; other code blocks must be identical
+        "code blocks": [(lang.strip(), "" if lang.strip() == "mermaid" else body)
+                        for lang, body in fences],
+        "tables": [line.count("|") for line in prose.splitlines()
+                   if re.match(r"^\s*\|[-:| ]+\|\s*$", line)],
+    }
+
+
+def cmd_guides(args):
+    """Every guide (chapters, the mini-GPT program, the top-level README) has a Chinese edition
+    (README.zh.md) of the same structure."""
+    problems = 0
+    # The chapter guides, the mini-GPT program's guide and the top-level README.
+    guides = sorted((ROOT / "chapters").glob("*/README.md")) + [
+        ROOT / "chapters" / "capstone" / "minigpt" / "README.md", ROOT / "README.md"]
+    for english in guides:
+        chinese = english.with_name("README.zh.md")
+        name = "README" if english.parent == ROOT else english.parent.name
+        if not chinese.exists():
+            print(f"{name:<14} no README.zh.md yet")
+            problems += args.require_all
+            continue
+        a, b = guide_structure(english.read_text()), guide_structure(chinese.read_text())
+        differ = [k for k in a if a[k] != b[k]]
+        for key in differ:
+            print(f"{name:<14} {key} differ: English has {len(a[key])}, Chinese {len(b[key])}"
+                  + ("" if len(a[key]) != len(b[key]) else " (same count, different content)"))
+        if not differ:
+            print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
+                  f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
+        problems += bool(differ)
+    return 1 if problems else 0
+
+
+
+# ---- instructor's verbs ---------------------------------------------------------------------
+
+
+def course_chapters():
+    """(label, folder) of every chapter, read from the top-level CMakeLists.txt."""
+    text = (ROOT / "CMakeLists.txt").read_text()
+    found = re.findall(r"^\s*wb_chapter\((\w+)\s+([\w.-]+)", text, re.M)
+    return [(l, f) for l, f in found if (ROOT / "chapters" / f).is_dir()]
+
+
+def student_chapters_dir(tree):
+    tree = Path(tree).resolve()
+    if not tree.is_dir():
+        raise WorkbookError(f"--tree {tree}: no such folder")
+    if (tree / "chapters").is_dir():
+        return tree / "chapters"
+    if any((tree / f).is_dir() for _, f in course_chapters()):
+        return tree
+    raise WorkbookError(f"--tree {tree}: neither a copy of the repository nor a chapters/ folder "
+                        f"(expected folders such as 1-tensors, 6-masks)")
+
+
+def write_grade_junit(path, report):
+    root = ET.Element("testsuites", name="workbook grade",
+                      tests=str(report["total"]), failures=str(report["total"] - report["passed"]))
+    for chapter in report["chapters"]:
+        suite = ET.SubElement(root, "testsuite", name=chapter["label"],
+                              tests=str(len(chapter["checks"])),
+                              failures=str(sum(not c["passed"] for c in chapter["checks"])))
+        for c in chapter["checks"]:
+            case = ET.SubElement(suite, "testcase", name=c["name"], classname=chapter["label"])
+            if not c["passed"]:
+                failure = ET.SubElement(case, "failure", message=(c["lines"] or [""])[0])
+                failure.text = "\n".join(c["lines"])
+    tmp = Path(str(path) + ".tmp")
+    ET.ElementTree(root).write(tmp, encoding="unicode", xml_declaration=True)
+    os.replace(tmp, path)
+
+
+def write_grade_markdown(path, report):
+    def cell(text):
+        return text.replace("|", "\\|").replace("\n", " ")
+    out = [f"# Workbook grade: {report['tree']}", "",
+           f"**Score: {report['passed']}/{report['total']} checks "
+           f"({report['percent']:.0f}%)**, {report['complete']}/{len(report['chapters'])} "
+           "chapters complete.", "", "| chapter | source | passed | note |", "|---|---|---|---|"]
+    for ch in report["chapters"]:
+        out.append(f"| {ch['label']} | {cell(ch['source'])} | {ch['passed']}/{len(ch['checks'])} "
+                   f"| {cell(ch['note'])} |")
+    for ch in report["chapters"]:
+        failed = [c for c in ch["checks"] if not c["passed"]]
+        if not failed:
+            continue
+        out += ["", f"## {ch['label']}: {len(failed)} failing", ""]
+        for c in failed:
+            out.append(f"- **{cell(c['name'])}**: " + cell("; ".join(c["lines"][:4])))
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("\n".join(out) + "\n")
+    os.replace(tmp, path)
+
+
+def cmd_grade(args):
+    student = student_chapters_dir(args.tree)
+    chapters = course_chapters()
+    all_labels = [l for l, _ in chapters]
+    graded = [chapter_label(c, all_labels) for c in args.only] if args.only else all_labels
+    build_dir = Path(args.build_dir)
+    variables = {"WB_REFERENCE": ";".join(l for l in all_labels if l not in graded) or "none"}
+    notes = {}
+    for label, folder in chapters:
+        source = student / folder
+        if label not in graded:
+            variables[f"WB_IMPL_DIR_{label}"] = None
+            continue
+        if not source.is_dir() or not list(source.glob("*.cpp")):
+            notes[label] = f"missing from the tree: graded as the stub chapters/{folder}"
+            source = ROOT / "chapters" / folder
+        variables[f"WB_IMPL_DIR_{label}"] = source
+    print(f"grading {student} in {build_dir} ...", flush=True)
+    (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
+    configure(build_dir, **variables)
+    labels = chapters_of(build_dir)
+    # A test program left from an earlier grade must not stand in for one that fails to build.
+    for label in graded:
+        (build_dir / f"test_{label}").unlink(missing_ok=True)
+    targets = [f"test_{l}" for l in graded]
+    built = run(["cmake", "--build", str(build_dir), "-j", str(args.jobs), "--target", *targets,
+                 "--", "-k", "0"], check=False)
+    errors = [l for l in built.stdout.splitlines() if re.search(r"\berror\b", l)]
+    expected = check_counts(build_dir)
+    outcomes, _ = run_ctest(build_dir, graded, jobs=args.jobs, timeout=args.timeout)
+    report = {"tree": str(student), "chapters": [], "passed": 0, "total": 0, "complete": 0}
+    for label in labels:
+        if label not in graded:
+            continue
+        folder = folder_of(build_dir, label)
+        outcome = outcomes.get(label, Outcome())
+        note = notes.get(label, "")
+        if not (build_dir / f"test_{label}").exists():
+            mine = [e for e in errors if f"/{folder}/" in e] or errors
+            note = (note + "; " if note else "") + "does not compile: " + (
+                mine[0].strip()[:160] if mine else "see the build output")
+        checks = [{"name": short_name(c.name), "passed": c.passed,
+                   "lines": [] if c.passed else failure_lines(c.output)}
+                  for c in outcome.checks]
+        if not checks:
+            n = expected.get(label) or len(re.findall(
+                r"^\s*TEST_CASE\(", "".join(p.read_text() for p in (ROOT / "tests" / folder).glob("*.cpp")), re.M))
+            checks = [{"name": f"(check {i + 1}: not built)", "passed": False,
+                       "lines": [note or "no checks ran"]} for i in range(n)]
+        passed = sum(c["passed"] for c in checks)
+        blocked = {}  # checks that fail on another chapter's unwritten function
+        for c in checks:
+            text = " ".join(c["lines"])
+            for other in re.findall(r"is not implemented yet: write its body in chapters/([\w.-]+)/",
+                                    text):
+                if other != folder:
+                    blocked[other] = blocked.get(other, 0) + 1
+        if blocked:
+            note = (note + "; " if note else "") + ", ".join(
+                f"{n} fail on the stub of chapters/{f}" for f, n in blocked.items())
+        if checks and passed == len(checks):
+            report["complete"] += 1
+        elif not note and checks and all(NOT_IMPLEMENTED in " ".join(c["lines"])
+                                         for c in checks if not c["passed"]) and passed == 0:
+            note = "not started (every check: is not implemented yet)"
+        report["chapters"].append({"label": label, "source": str(variables[f"WB_IMPL_DIR_{label}"]),
+                                   "passed": passed, "checks": checks, "note": note})
+        report["passed"] += passed
+        report["total"] += len(checks)
+    report["percent"] = 100 * report["passed"] / report["total"] if report["total"] else 0
+    for ch in report["chapters"]:
+        print(f"\n{ch['label']:<9} {ch['passed']:3d}/{len(ch['checks']):<3d} passed"
+              + (f"  {ch['note']}" if ch["note"] else ""))
+        for c in ch["checks"]:
+            if (c["passed"] or ch["note"].startswith("not started")) and not args.verbose:
+                continue  # a stub's checks all say the same: the note is enough
+            print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}")
+            for line in c["lines"][:args.lines]:
+                print(f"         {line}")
+    print(f"\nscore: {report['passed']}/{report['total']} checks ({report['percent']:.0f}%), "
+          f"{report['complete']}/{len(report['chapters'])} chapters complete  "
+          f"{progress_bar(report['passed'], report['total'])}")
+    if args.junit:
+        write_grade_junit(args.junit, report)
+        print(f"wrote {args.junit}")
+    if args.markdown:
+        write_grade_markdown(args.markdown, report)
+        print(f"wrote {args.markdown}")
+    return 0 if report["passed"] == report["total"] and report["total"] else 1
+
+
