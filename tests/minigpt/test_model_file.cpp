@@ -9,10 +9,11 @@
 
 #include <unistd.h>
 
+#include "8-training/checkpoint.hpp"
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
 
-// Checks of the saved model (checkpoint + vocabulary), the parameter count and text
+// Checks of the saved model (one file: vocabulary + checkpoint; the older two-file form), the parameter count and text
 // generation on top of chapter 9's wb::generate.
 //
 // The parameter count is the hand formula of the model: per block 12·D² + 13·D (four D×D
@@ -81,10 +82,14 @@ TEST_CASE("save_model and load_model round-trip weights, config, step and vocabu
     const Model m = tiny_model(3);
     wb::minigpt::save_model(path, m);
     CHECK(fs::exists(path));
-    CHECK(fs::exists(wb::minigpt::vocab_path(path)));
-    CHECK(wb::minigpt::vocab_path(path) == path + ".vocab");
-    CHECK_FALSE(fs::exists(path + ".tmp"));
-    CHECK_FALSE(fs::exists(path + ".vocab.tmp"));
+    // One file: no vocabulary beside it, no temporary file left behind.
+    std::size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir.path)) {
+        INFO(entry.path().string());
+        CHECK(entry.path().filename() == "m.ckpt");
+        ++files;
+    }
+    CHECK(files == 1);
 
     const Model back = wb::minigpt::load_model(path);
     CHECK(back.config.V == 5);
@@ -97,16 +102,23 @@ TEST_CASE("save_model and load_model round-trip weights, config, step and vocabu
     CHECK(same_params(back.params, m.params));
 }
 
-TEST_CASE("load_model rejects a missing, damaged or mismatched vocabulary", "[minigpt]") {
+TEST_CASE("load_model reads the older two-file form and rejects a bad vocabulary beside it",
+          "[minigpt]") {
     TempDir dir;
     const std::string path = (dir.path / "m.ckpt").string();
     const std::string vocab = wb::minigpt::vocab_path(path);
     Model m = tiny_model(3);
-    wb::minigpt::save_model(path, m);
+    // The older form: a bare checkpoint and its vocabulary beside it.
+    wb::save_checkpoint(path, m.config, m.params, nullptr, m.step);
+    std::ofstream(vocab, std::ios::binary) << m.tokenizer.serialize();
+    const Model old = wb::minigpt::load_model(path);
+    CHECK(old.tokenizer.serialize() == m.tokenizer.serialize());
+    CHECK(old.step == 17);
+    CHECK(same_params(old.params, m.params));
 
     fs::remove(vocab);
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path), "the vocabulary goes with the model",
-                    "wb::minigpt::load_model", "cannot open", vocab);
+                    "wb::minigpt::load_model", "cannot open", vocab, "bare checkpoint");
     std::ofstream(vocab, std::ios::binary) << "not a vocabulary";
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path), "a damaged vocabulary is rejected",
                     vocab, "not a vocabulary");

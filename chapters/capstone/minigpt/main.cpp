@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/file_io.hpp"
 #include "capstone/minigpt/model_file.hpp"
 #include "capstone/minigpt/progress.hpp"
 #include "capstone/minigpt/train.hpp"
@@ -128,6 +129,21 @@ void check_prompt(const Tokenizer& tokenizer, const std::string& prompt) {
     }
 }
 
+// --out must be a new path or a regular file, and never the corpus it was trained on.
+void check_out(const Cli& c) {
+    namespace fs = std::filesystem;
+    try {
+        wb::minigpt::require_replaceable("--out", c.out);
+    } catch (const wb::FileError& e) {
+        throw UsageError(e.what());
+    }
+    std::error_code ec;
+    if (fs::exists(c.out, ec) && fs::equivalent(c.out, c.corpus, ec)) {
+        throw UsageError("--out " + c.out + " is the corpus itself (--corpus " + c.corpus +
+                         "); expected another path, the corpus is never overwritten");
+    }
+}
+
 void print_sample(const Model& model, const Cli& c) {
     const std::string text =
         generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed, c.greedy);
@@ -201,7 +217,7 @@ int run(const Cli& c) {
     const fs::path out_dir = fs::path(c.out).parent_path();
     if (!out_dir.empty()) fs::create_directories(out_dir);
     save_model(c.out, model);
-    std::cout << "minigpt: checkpoint " << c.out << " (+ " << vocab_path(c.out) << ")\n";
+    std::cout << "minigpt: model " << c.out << " (weights and vocabulary in one file)\n";
     write_curves(c.out, result.log);
     print_sample(model, c);
     return 0;
@@ -282,6 +298,7 @@ int main(int argc, char** argv) {
         // Without --warmup, a short run warms up for a tenth of its steps at most.
         if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
         check_usage(c);
+        if (c.load.empty()) check_out(c);  // before training, not after
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

@@ -1,13 +1,27 @@
 /// @file model_file.hpp
 /// @brief A trained mini-GPT on disk, and text generation from it.
 ///
-/// A saved model is two files side by side:
+/// A saved model is one file: the vocabulary and chapter 8's checkpoint (config, weights, step)
+/// side by side, little-endian:
 /// ```
-///   minigpt.ckpt         chapter 8's checkpoint (config, weights, step): wb::save_checkpoint
-///   minigpt.ckpt.vocab   the vocabulary: Tokenizer::serialize()
+///   offset      bytes  field
+///   0           8      magic "WBMINIGP"
+///   8           4      u32  format version = 1
+///   12          8      u64  vocabulary size N in bytes
+///   20          8      u64  checkpoint size C in bytes
+///   28          N      the vocabulary: Tokenizer::serialize()
+///   28 + N      C      the checkpoint, exactly as wb::save_checkpoint writes it
+///   28 + N + C  8      u64  FNV-1a 64-bit hash (wb::fnv1a64) of the 28 + N + C bytes before
 /// ```
-/// Both are written to a temporary file and renamed, the vocabulary first, so a reader never
-/// sees a half-written file. Loading checks that the vocabulary has exactly V characters.
+/// The file is written with write_file_atomic (file_io.hpp): a unique temporary name in the
+/// same folder, fsync, rename, fsync of the folder. A `kill -9` or a full disk at any moment
+/// leaves the previous model or the new one, whole; the vocabulary can never belong to other
+/// weights. A load reads the 28-byte header first and checks the sizes it announces against
+/// the file's size before reading the rest.
+///
+/// Models saved by earlier versions of the program are two files, `m.ckpt` (a bare checkpoint)
+/// and `m.ckpt.vocab`; load_model still reads them. `save_model(path, load_model(path))`
+/// converts one to a single file.
 #pragma once
 
 #include <cstddef>
@@ -31,25 +45,34 @@ struct Model {
     std::int64_t step = 0;   ///< training steps behind these weights
 };
 
-/// The vocabulary file that goes with a checkpoint: `checkpoint_path + ".vocab"`.
+/// The 8 bytes a model file starts with.
+inline constexpr char kModelMagic[8] = {'W', 'B', 'M', 'I', 'N', 'I', 'G', 'P'};
+
+/// The largest model file load_model reads: 16 GiB.
+inline constexpr std::uint64_t kMaxModelBytes = std::uint64_t(16) << 30;
+
+/// The vocabulary file of a model saved in the older two-file form: `checkpoint_path + ".vocab"`.
 /// @param checkpoint_path the checkpoint
 /// @return its vocabulary's path
 std::string vocab_path(const std::string& checkpoint_path);
 
-/// Saves the model: the vocabulary to vocab_path(path), then the checkpoint to path.
-/// @param path the checkpoint file
+/// Saves the model as one file (the format above), atomically and durably.
+/// @param path the model file: absent, or a regular file that is replaced
 /// @param model what to save
 /// @throws ValueError if model.config.V differs from the vocabulary's size
 /// @throws ShapeError if the weights do not match the config
-/// @throws FileError naming the file that cannot be written
+/// @throws FileError naming the file: the path exists and is not a regular file (a folder, a
+///         device, a FIFO, a symbolic link), or it cannot be written; the message says that
+///         the previous file at the path is unchanged, which it then is
 void save_model(const std::string& path, const Model& model);
 
-/// Loads what save_model wrote, checking both files and that they belong together.
-/// @param path the checkpoint file
+/// Loads what save_model wrote (or the older two-file form), checking all of it.
+/// @param path the model file
 /// @return the model
-/// @throws FileError naming the file and the problem: a missing or corrupt checkpoint (see
-///         wb::load_checkpoint), a missing or malformed vocabulary, or a vocabulary whose size
-///         is not the checkpoint's V
+/// @throws FileError naming the file and the problem: missing, not a regular file, larger than
+///         kMaxModelBytes, a header whose sizes disagree with the file's size, a checksum
+///         mismatch, a malformed vocabulary or checkpoint (see wb::load_checkpoint), or a
+///         vocabulary whose size is not the checkpoint's V
 Model load_model(const std::string& path);
 
 /// Counts the model's parameters (every element of every tensor).

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -75,6 +76,33 @@ std::string shape_str(const S& shape) {
     }
     out << ']';
     return out.str();
+}
+
+/// The most elements one tensor may hold: 2^48 (a petabyte of floats, more than any machine
+/// has). A larger count is refused before anything is allocated.
+inline constexpr std::size_t kMaxElements = std::size_t(1) << 48;
+
+/// The product of `sizes` (e.g. `{B, T, D}`), checked: raises a ShapeError from `function`
+/// when it would exceed kMaxElements or overflow `std::size_t`, naming `what` and the sizes.
+/// Every size product that decides an allocation or a loop goes through this helper, so that
+/// `causal_mask(SIZE_MAX)` is an error and not a wrapped-around size.
+inline std::size_t checked_size(const std::string& function, const char* what,
+                                std::initializer_list<std::size_t> sizes) {
+    std::size_t product = 1;
+    bool too_big = false;
+    for (std::size_t n : sizes) {
+        if (n != 0 && product > kMaxElements / n) too_big = true;
+        if (!too_big) product *= n;
+    }
+    bool has_zero = false;
+    for (std::size_t n : sizes) has_zero = has_zero || n == 0;
+    if (too_big && !has_zero) {
+        std::string list;
+        for (std::size_t n : sizes) list += (list.empty() ? "" : " x ") + std::to_string(n);
+        throw ShapeError(function + ": " + what + " = " + list +
+                         " is more than 2^48 elements, expected a size that fits in memory");
+    }
+    return too_big ? 0 : product;
 }
 
 /// Builds the message of a stub: which function, which file to open.

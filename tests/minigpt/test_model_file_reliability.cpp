@@ -1,0 +1,327 @@
+#include "check.hpp"
+#include "capstone/minigpt/file_io.hpp"
+#include "capstone/minigpt/model_file.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "8-training/checkpoint.hpp"
+#include "8-training/model.hpp"
+
+// Crash safety and bounded reads of the one-file model: a save killed with `kill -9` at any
+// moment, a save that runs out of disk, concurrent saves, paths that are not regular files,
+// and damaged or oversized files given to load_model.
+
+namespace {
+
+using wb::FileError;
+using wb::minigpt::Model;
+using wb::minigpt::Tokenizer;
+
+namespace fs = std::filesystem;
+
+Model model_of(const std::string& alphabet, std::size_t T, std::size_t D, std::size_t L,
+               std::uint64_t seed) {
+    Model m;
+    m.tokenizer = Tokenizer::from_text(alphabet);
+    m.config = {m.tokenizer.size(), T, D, 2, L};
+    m.params = wb::init_gpt<float>(m.config, seed);
+    m.step = static_cast<std::int64_t>(seed);
+    return m;
+}
+
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const std::string& tag) {
+        path = fs::temp_directory_path() /
+               ("wb_minigpt_reliab_" + tag + "_" + std::to_string(::getpid()));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+bool same_model(const Model& a, const Model& b) {
+    if (a.tokenizer.serialize() != b.tokenizer.serialize() || a.step != b.step) return false;
+    const auto ra = wb::parameters(a.params);
+    const auto rb = wb::parameters(b.params);
+    if (ra.size() != rb.size()) return false;
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+        if (ra[i].size != rb[i].size) return false;
+        if (std::memcmp(ra[i].data, rb[i].data, ra[i].size * sizeof(float)) != 0) return false;
+    }
+    return true;
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_all(const std::string& path, const std::string& data) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+std::size_t files_in(const fs::path& dir) {
+    std::size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        (void)entry;
+        ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("a save killed with kill -9 at any moment leaves a whole, correct model",
+          "[minigpt]") {
+    TempDir dir("kill");
+    const std::string path = (dir.path / "m.ckpt").string();
+    // Two models of different alphabets and shapes: a vocabulary of one beside the weights of
+    // the other cannot load, and a load that succeeds is compared with both, bit for bit.
+    const Model a = model_of("abcd\n", 16, 32, 2, 3);
+    const Model b = model_of("wxyz", 8, 16, 3, 4);
+    wb::minigpt::save_model(path, a);
+
+    std::mt19937 rng(20240611);
+    std::uniform_int_distribution<int> pause_us(0, 4000);
+    const int kills = 40;
+    int saw_a = 0, saw_b = 0, mid_save = 0;
+    for (int k = 0; k < kills; ++k) {
+        int ready[2];
+        REQUIRE(::pipe(ready) == 0);
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            // The child saves b and a in turn as fast as it can, forever; one byte per save.
+            ::close(ready[0]);
+            for (unsigned i = 0;; ++i) {
+                try {
+                    wb::minigpt::save_model(path, i % 2 == 0 ? b : a);
+                } catch (...) {
+                    ::_exit(3);
+                }
+                const char one = 1;
+                if (::write(ready[1], &one, 1) != 1) ::_exit(4);
+            }
+        }
+        ::close(ready[1]);
+        char byte = 0;
+        REQUIRE(::read(ready[0], &byte, 1) == 1);  // the child has finished one save at least
+        ::usleep(static_cast<useconds_t>(pause_us(rng)));
+        ::kill(child, SIGKILL);
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        ::close(ready[0]);
+        INFO("kill " << k << ": the child must die of the kill, not exit on its own");
+        REQUIRE(WIFSIGNALED(status));
+        if (files_in(dir.path) > 1) ++mid_save;  // a temporary file: the kill cut a save
+
+        Model back;
+        try {
+            back = wb::minigpt::load_model(path);
+        } catch (const std::exception& e) {
+            FAIL("kill " << k << ": the model no longer loads: " << e.what());
+        }
+        const bool is_a = same_model(back, a), is_b = same_model(back, b);
+        INFO("kill " << k << ": the model that loads is one of the two saved, whole");
+        REQUIRE((is_a || is_b));
+        saw_a += is_a;
+        saw_b += is_b;
+    }
+    CHECK(saw_a + saw_b == kills);
+    // The next save removes the temporary files of the killed saves.
+    INFO(mid_save << " of " << kills << " kills cut a save in the middle");
+    wb::minigpt::save_model(path, a);
+    CHECK(files_in(dir.path) == 1);
+    CHECK(same_model(wb::minigpt::load_model(path), a));
+}
+
+TEST_CASE("a save that runs out of space leaves the previous model and says so", "[minigpt]") {
+    TempDir dir("full");
+    const std::string path = (dir.path / "m.ckpt").string();
+    const Model a = model_of("abcd\n", 16, 32, 2, 3);
+    const Model b = model_of("wxyz", 64, 64, 2, 4);  // far larger than the limit below
+    wb::minigpt::save_model(path, a);
+    int report[2];
+    REQUIRE(::pipe(report) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(report[0]);
+        ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+        struct rlimit limit {};
+        limit.rlim_cur = limit.rlim_max = 64 * 1024;
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+        std::string message = "no error";
+        try {
+            wb::minigpt::save_model(path, b);
+        } catch (const FileError& e) {
+            message = e.what();
+        } catch (const std::exception& e) {
+            message = std::string("not a FileError: ") + e.what();
+        }
+        if (::write(report[1], message.data(), message.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    std::string message;
+    char buf[512];
+    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) message.append(buf, std::size_t(n));
+    ::close(report[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO(message);
+    CHECK(message.find("wb::minigpt::save_model") != std::string::npos);
+    CHECK(message.find("is unchanged") != std::string::npos);
+    CHECK(same_model(wb::minigpt::load_model(path), a));  // what the message says is true
+    CHECK(files_in(dir.path) == 1);                        // no temporary file left
+}
+
+TEST_CASE("concurrent saves to one path never share a temporary file", "[minigpt]") {
+    TempDir dir("race");
+    const std::string path = (dir.path / "m.ckpt").string();
+    std::vector<Model> models;
+    for (std::uint64_t s = 1; s <= 4; ++s) models.push_back(model_of("abcd\n", 16, 32, 2, s));
+    std::vector<int> failures(models.size(), 0);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < models.size(); ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 5; ++i) {
+                try {
+                    wb::minigpt::save_model(path, models[t]);
+                } catch (...) {
+                    ++failures[t];
+                }
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    for (int f : failures) CHECK(f == 0);
+    const Model back = wb::minigpt::load_model(path);
+    bool one_of_them = false;
+    for (const Model& m : models) one_of_them = one_of_them || same_model(back, m);
+    CHECK(one_of_them);
+    CHECK(files_in(dir.path) == 1);
+}
+
+TEST_CASE("save_model refuses a path that is not a regular file and leaves it as it is",
+          "[minigpt]") {
+    TempDir dir("paths");
+    const Model a = model_of("abcd\n", 4, 8, 1, 3);
+    const std::string folder = (dir.path / "folder").string();
+    fs::create_directories(folder);
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(folder, a), "a folder is not replaced",
+                    "wb::minigpt::save_model", folder, "a folder", "expected a regular file");
+    CHECK(fs::is_directory(folder));
+
+    const std::string fifo = (dir.path / "fifo").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(fifo, a), "a FIFO is not replaced",
+                    "wb::minigpt::save_model", fifo, "a FIFO");
+    CHECK(fs::is_fifo(fifo));
+
+    const std::string target = (dir.path / "target.ckpt").string();
+    wb::minigpt::save_model(target, a);
+    const std::string link = (dir.path / "link.ckpt").string();
+    fs::create_symlink(target, link);
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(link, a), "a symbolic link is not replaced",
+                    "wb::minigpt::save_model", link, "a symbolic link");
+    CHECK(fs::is_symlink(link));
+
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model("/dev/null", a),
+                    "a device is never replaced by a file", "wb::minigpt::save_model",
+                    "/dev/null", "a character device");
+    const std::string missing_dir = (dir.path / "no" / "such" / "m.ckpt").string();
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(missing_dir, a),
+                    "a missing folder is named", "wb::minigpt::save_model", "cannot write",
+                    "is unchanged");
+}
+
+TEST_CASE("load_model refuses special, damaged and inconsistent files before reading them",
+          "[minigpt]") {
+    TempDir dir("load");
+    const std::string path = (dir.path / "m.ckpt").string();
+    const Model a = model_of("abcd\n", 4, 8, 1, 3);
+    wb::minigpt::save_model(path, a);
+    const std::string good = read_all(path);
+    const std::string bad = (dir.path / "bad.ckpt").string();
+
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model("/dev/zero"),
+                    "a device is refused before it is read", "wb::minigpt::load_model",
+                    "/dev/zero", "a character device", "expected a regular file");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(dir.path.string()), "a folder is refused",
+                    "wb::minigpt::load_model", "a folder");
+    const std::string fifo = (dir.path / "fifo").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(fifo), "a FIFO is refused, not waited on",
+                    "wb::minigpt::load_model", "a FIFO");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model((dir.path / "none").string()),
+                    "a missing file", "wb::minigpt::load_model", "cannot open");
+
+    write_all(bad, "");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "an empty file",
+                    "wb::minigpt::load_model", bad, "not a mini-GPT model");
+    write_all(bad, "PNG\x89 not a model at all, just text");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "another format",
+                    "not a mini-GPT model", "WBMINIGP");
+    write_all(bad, good.substr(0, 20));
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a file cut in its header",
+                    "truncated at byte 20");
+    std::string version = good;
+    version[8] = 9;
+    write_all(bad, version);
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "another version",
+                    "format version 9, expected 1");
+    write_all(bad, good.substr(0, good.size() - 1));
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a file one byte short",
+                    "header announces");
+    write_all(bad, good + "x");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a byte too many",
+                    "header announces");
+    std::string huge = good;
+    for (int i = 0; i < 8; ++i) huge[20 + i] = '\xff';  // a checkpoint of 2^64 - 1 bytes
+    write_all(bad, huge);
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad),
+                    "an announced size larger than the file is refused before reading",
+                    "header announces", std::to_string(good.size()));
+    for (std::size_t at : {std::size_t(30), good.size() / 2, good.size() - 3}) {
+        std::string flipped = good;
+        flipped[at] = static_cast<char>(flipped[at] ^ 0x10);
+        write_all(bad, flipped);
+        INFO("byte " << at << " flipped");
+        WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a flipped byte",
+                        "wb::minigpt::load_model", "checksum mismatch");
+    }
+    // A vocabulary of another size, with a correct checksum: the parts must agree.
+    const Model other = model_of("xyz", 4, 8, 1, 3);
+    const std::string other_path = (dir.path / "other.ckpt").string();
+    wb::minigpt::save_model(other_path, other);
+    CHECK(same_model(wb::minigpt::load_model(other_path), other));
+    CHECK(same_model(wb::minigpt::load_model(path), a));
+}
+
+TEST_CASE("read_regular_file states its limit", "[minigpt]") {
+    TempDir dir("limit");
+    const std::string path = (dir.path / "f.txt").string();
+    write_all(path, std::string(100, 'a'));
+    CHECK(wb::minigpt::read_regular_file("f", path, 100).size() == 100);
+    WB_CHECK_THROWS(FileError, wb::minigpt::read_regular_file("wb::f", path, 99),
+                    "a file over the limit is refused with the limit", "wb::f", "100 bytes",
+                    "limit of 99 bytes");
+}
