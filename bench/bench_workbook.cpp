@@ -19,10 +19,22 @@
 // functions that return tensors; the raw capstone kernels write into buffers made beforehand,
 // so theirs is the kernel's own scratch); tokens_per_s for generation.
 // Threads: OpenMP and OpenBLAS are both set to the thread count of the name.
+//
+// The limit (peak.hpp): before the benchmarks run, the program measures this CPU's float32
+// multiply-add peak on 1 and 2 threads for each instruction set it can use (about a second).
+// In the JSON output the context holds it: "peak_isa" (the widest set, e.g. avx512),
+// "peak_gflops_threads:1" and "peak_gflops_threads:2" (that set's peak, GFLOP/s) and
+// "peak_fma_<isa>_gflops_threads:<n>" for each set. Every row with a GFLOPs counter also gets
+// peak_pct = its GFLOP/s as a percentage of the peak at its thread count, and a summary at the
+// end (on stderr, so the JSON on stdout stays valid) reads "your kernel: 23 % of this CPU's
+// peak". Rows named peak/fma/<isa>/threads:<n> and peak/sgemm/N<n>/threads:<n> time the probe
+// and OpenBLAS's sgemm themselves. --benchmark_list_tests skips the measurement.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +52,7 @@
 #include <xtensor/xview.hpp>
 
 #include "kernels.hpp"
+#include "peak.hpp"
 
 // ---- heap accounting: current and peak bytes allocated through operator new ------------------
 // Every allocation carries a 16-byte header holding its size (alignment kept at 16 bytes,
@@ -103,6 +116,81 @@ using Flat = std::vector<float>;
 void set_threads(int n) {
     omp_set_num_threads(n);
     if (openblas_set_num_threads != nullptr) openblas_set_num_threads(n);
+}
+
+// ---- the limit: this CPU's FMA peak by thread count (widest instruction set) -----------------
+std::map<int, double>& peak_gflops() {
+    static std::map<int, double> peak;
+    return peak;
+}
+
+std::string fixed1(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", x);
+    return buf;
+}
+
+// Measures the FMA peak of every supported instruction set on each thread count and puts it in
+// the output's context; peak_gflops() keeps the widest set's.
+void measure_peak(const std::vector<int>& thread_counts) {
+    const std::string widest = wbbench::widest_isa();
+    benchmark::AddCustomContext("peak_isa", widest);
+    for (int t : thread_counts) {
+        for (const wbbench::PeakIsa& isa : wbbench::peak_isas()) {
+            if (!isa.supported || isa.name == "sse2") continue;
+            const double g = wbbench::fma_peak_gflops(isa.name, t, 0.05, 3);
+            benchmark::AddCustomContext(
+                "peak_fma_" + isa.name + "_gflops_threads:" + std::to_string(t), fixed1(g));
+            if (isa.name == widest) {
+                peak_gflops()[t] = g;
+                benchmark::AddCustomContext("peak_gflops_threads:" + std::to_string(t), fixed1(g));
+            }
+        }
+    }
+}
+
+// What each GFLOPs row reached, for the summary: name -> (iterations, GFLOP/s) of each call.
+// Google Benchmark calls a row with growing iteration counts until one is long enough; the
+// calls with the largest count are the ones it reports (one per repetition).
+std::map<std::string, std::vector<std::pair<double, double>>>& achieved() {
+    static std::map<std::string, std::vector<std::pair<double, double>>> rates;
+    return rates;
+}
+
+void print_peak_summary() {
+    if (achieved().empty() || peak_gflops().empty()) return;
+    std::fprintf(stderr, "\nShare of this CPU's float32 FMA peak (%s; GFLOP/s):",
+                 wbbench::widest_isa().c_str());
+    for (const auto& [t, g] : peak_gflops()) std::fprintf(stderr, " %d thread%s %.0f", t,
+                                                          t == 1 ? "" : "s", g);
+    std::fprintf(stderr, "\n");
+    for (const auto& [name, calls] : achieved()) {
+        double most = 0;
+        for (const auto& call : calls) most = std::max(most, call.first);
+        std::vector<double> rates;
+        for (const auto& call : calls)
+            if (call.first == most) rates.push_back(call.second);
+        std::sort(rates.begin(), rates.end());
+        const double g = rates[rates.size() / 2];
+        const std::size_t at = name.rfind("threads:");
+        const int t = at == std::string::npos ? 1 : std::atoi(name.c_str() + at + 8);
+        const auto peak = peak_gflops().find(t);
+        if (peak == peak_gflops().end() || peak->second <= 0) continue;
+        const bool yours = name.find("/student/") != std::string::npos;
+        std::fprintf(stderr, "  %-62s %8.1f GFLOP/s  %s%3.0f %% of this CPU's peak\n",
+                     name.c_str(), g, yours ? "your kernel: " : "             ",
+                     100.0 * g / peak->second);
+    }
+}
+
+// peak_pct = GFLOP/s as a percentage of the peak at `threads`, from the loop's own wall-clock
+// time (a plain number, not a rate, so that the console shows "peak_pct=41.2").
+void set_peak_pct(benchmark::State& state, double gflop_per_iteration, int threads,
+                  double seconds) {
+    const auto peak = peak_gflops().find(threads);
+    if (peak == peak_gflops().end() || peak->second <= 0 || seconds <= 0) return;
+    const double gflops = gflop_per_iteration * static_cast<double>(state.iterations()) / seconds;
+    state.counters["peak_pct"] = 100.0 * gflops / peak->second;
 }
 
 template <class T>
@@ -176,6 +264,7 @@ std::map<std::string, std::string>& verdict_cache() {
 }
 
 void run_case(benchmark::State& state, const Case& c, bool student) {
+    double seconds = 0;  // the timed loop's wall-clock time, for peak_pct
     const Kernels& kernels = student ? wbbench::kernels_impl() : wbbench::kernels_reference();
     set_threads(c.threads);
     try {
@@ -207,6 +296,7 @@ void run_case(benchmark::State& state, const Case& c, bool student) {
         if (c.setup) c.setup(kernels);
         std::size_t extra = 0;
         bool first = true;
+        const auto start = std::chrono::steady_clock::now();
         for (auto _ : state) {
             if (first) {
                 const std::size_t base = heap_reset_peak();
@@ -218,6 +308,11 @@ void run_case(benchmark::State& state, const Case& c, bool student) {
             }
             benchmark::ClobberMemory();
         }
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (c.flops > 0 && seconds > 0) {
+            const auto n = static_cast<double>(state.iterations());
+            achieved()[name_of(c, student)].emplace_back(n, c.flops * n / seconds * 1e-9);
+        }
         state.counters["extra_MiB"] = static_cast<double>(extra) / (1024.0 * 1024.0);
     } catch (const std::exception& e) {
         state.SkipWithError((std::string("error: ") + e.what()).c_str());
@@ -226,6 +321,7 @@ void run_case(benchmark::State& state, const Case& c, bool student) {
     // Rates: the value per iteration, divided by the (wall-clock) time of one iteration.
     const auto rate = benchmark::Counter::kIsIterationInvariantRate;
     if (c.flops > 0) state.counters["GFLOPs"] = benchmark::Counter(c.flops * 1e-9, rate);
+    if (c.flops > 0) set_peak_pct(state, c.flops * 1e-9, c.threads, seconds);
     if (c.tokens > 0) state.counters["tokens_per_s"] = benchmark::Counter(c.tokens, rate);
 }
 
@@ -449,9 +545,55 @@ void add_decode() {
     }
 }
 
+// ---- the limit itself: the FMA probe and OpenBLAS's sgemm as rows ------------------------------
+void add_peak_rows() {
+    const auto rate = benchmark::Counter::kIsIterationInvariantRate;
+    for (int threads : {1, 2}) {
+        for (const wbbench::PeakIsa& isa : wbbench::peak_isas()) {
+            if (!isa.supported || isa.name == "sse2") continue;
+            const std::string name = "peak/fma/" + isa.name + "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), [isa, threads, rate](benchmark::State& s) {
+                const long iterations = 1L << 20;  // ~0.1-1 ms per thread
+                const auto start = std::chrono::steady_clock::now();
+                for (auto _ : s) {
+#pragma omp parallel num_threads(threads)
+                    benchmark::DoNotOptimize(wbbench::fma_chains(isa.name, iterations));
+                }
+                const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
+                const double flops = threads * wbbench::fma_chain_flops(isa.name, iterations);
+                s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
+                set_peak_pct(s, flops * 1e-9, threads, dt.count());
+            })->UseRealTime()->Unit(benchmark::kMillisecond);
+        }
+        for (int n : {512, 1024, 2048}) {
+            const std::string name =
+                "peak/sgemm/N" + std::to_string(n) + "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), [n, threads, rate](benchmark::State& s) {
+                set_threads(threads);
+                const std::size_t size = static_cast<std::size_t>(n) * n;
+                Flat a(size, 0.5f), b(size, 0.25f), c(size, 0.0f);
+                wbbench::sgemm_square(n, a.data(), b.data(), c.data());  // warm-up
+                const auto start = std::chrono::steady_clock::now();
+                for (auto _ : s) {
+                    wbbench::sgemm_square(n, a.data(), b.data(), c.data());
+                    benchmark::ClobberMemory();
+                }
+                const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
+                const double flops = 2.0 * n * static_cast<double>(n) * n;
+                s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
+                set_peak_pct(s, flops * 1e-9, threads, dt.count());
+            })->UseRealTime()->Unit(benchmark::kMillisecond);
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    bool listing = false;
+    for (int i = 1; i < argc; ++i)
+        listing = listing || std::string(argv[i]).rfind("--benchmark_list_tests", 0) == 0;
+    add_peak_rows();
     add_chapter1();
     add_readable_attention();
     add_capstone();
@@ -466,7 +608,9 @@ int main(int argc, char** argv) {
     }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (!listing) measure_peak({1, 2});
     benchmark::RunSpecifiedBenchmarks();
+    print_peak_summary();
     benchmark::Shutdown();
     return 0;
 }
