@@ -11,6 +11,8 @@ are set before torch is imported, in a fresh process per thread count):
     forward, and backward alone (autograd.grad of the kept graph), in GFLOP/s of useful work:
     4·B·H·d·T(T+1)/2 for the forward (the visible half of the scores), 2.5 times that for the
     backward — the same counts as bench/bench_workbook.cpp, so the columns compare directly;
+  - the same with PyTorch's fused F.scaled_dot_product_attention(is_causal=True) (rows
+    ending _fused), where the installed torch has it (2.0 and later; Debian 12's 1.13 has not);
   - one training step of the capstone's mini-GPT (V=96, T=128, D=128, H=4, L=4, batch 16,
     AdamW): zero_grad, forward, cross entropy, backward, step; in tokens per second.
 With --build-dir, the same rows are taken from the reference's capstone kernel
@@ -70,18 +72,27 @@ def worker(threads, repeat, quick):
         s = s.masked_fill(future, float("-inf"))
         return torch.softmax(s, dim=-1) @ v
 
+    # PyTorch's own fused kernel (torch >= 2.0) is what a PyTorch user would pick; torch 1.13
+    # (Debian 12) has none, and its rows are then left empty.
+    fused = getattr(F, "scaled_dot_product_attention", None)
+    kinds = [("eager", causal_attention)]
+    if fused is not None:
+        kinds.append(("fused", lambda q, k, v: fused(q, k, v, is_causal=True)))
+
     shapes = ATTENTION_SHAPES[:1] if quick else ATTENTION_SHAPES
     for (B, H, T, d) in shapes:
         q, k, v, dout = (torch.randn(B, H, T, d) for _ in range(4))
-        with torch.no_grad():
-            sec = median_seconds(lambda: causal_attention(q, k, v), repeat)
-        rows[f"attention_forward/{shape_name(B, H, T, d)}"] = causal_flops(B, H, T, d) / sec * 1e-9
-        qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
-        out = causal_attention(qg, kg, vg)
-        sec = median_seconds(
-            lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True), repeat)
-        rows[f"attention_backward/{shape_name(B, H, T, d)}"] = (
-            2.5 * causal_flops(B, H, T, d) / sec * 1e-9)
+        flops = causal_flops(B, H, T, d)
+        for kind, attend in kinds:
+            suffix = "" if kind == "eager" else "_fused"
+            with torch.no_grad():
+                sec = median_seconds(lambda: attend(q, k, v), repeat)
+            rows[f"attention_forward{suffix}/{shape_name(B, H, T, d)}"] = flops / sec * 1e-9
+            qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+            out = attend(qg, kg, vg)
+            sec = median_seconds(
+                lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True), repeat)
+            rows[f"attention_backward{suffix}/{shape_name(B, H, T, d)}"] = 2.5 * flops / sec * 1e-9
 
     # The mini-GPT: Pre-LN blocks, learned positions, GELU FFN of width 4D, separate LM head.
     V, Tm, D, Hh, L, Bt = (GPT[k] for k in ("V", "T", "D", "H", "L", "B"))
@@ -136,13 +147,16 @@ def worker(threads, repeat, quick):
 
 def workbook_rows(build_dir, threads, repeat):
     rows = {}
+    # The workbook's programs run best with OpenMP's default (active) waiting, whatever the
+    # torch side was given.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     bench = os.path.join(build_dir, "bench", "bench_workbook")
     if os.path.exists(bench):
         pattern = "^capstone/attention_(forward|backward)/reference/.*/threads:%d" % threads
         out = subprocess.run([bench, "--benchmark_filter=" + pattern, "--benchmark_format=json",
                               "--benchmark_repetitions=%d" % repeat,
                               "--benchmark_report_aggregates_only=true"],
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, env=env, check=False)
         try:
             for b in json.loads(out.stdout)["benchmarks"]:
                 if b.get("aggregate_name", "median") != "median" or "GFLOPs" not in b:
@@ -156,7 +170,7 @@ def workbook_rows(build_dir, threads, repeat):
         print(f"  ({bench} not found: configure with -DWB_BUILD_BENCH=ON and build bench_workbook)")
     train = os.path.join(build_dir, "bench", "train_step")
     if os.path.exists(train):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+        env = dict(env, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
         out = subprocess.run([train, "--steps", str(max(repeat, 3)), "--threads", str(threads)],
                              capture_output=True, text=True, env=env, check=False)
         # "GptTrainer (capstone) median ... 10651 tokens/s" and "reference (chapter 8) ..."
@@ -194,6 +208,10 @@ def main():
         # Thread counts must be in the environment before torch (and its BLAS) is loaded.
         env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS=str(n),
                    MKL_NUM_THREADS=str(n))
+        # PyTorch's best setting on more than one thread: its OpenMP workers sleep between
+        # operations instead of spinning against OpenBLAS's threads.
+        if n > 1:
+            env["OMP_WAIT_POLICY"] = "passive"
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(n),
                "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -209,8 +227,11 @@ def main():
     names = []
     for rows in results.values():
         names += [name for name in rows if name not in names]
-    print(f"PyTorch {version} (eager) vs the workbook's reference, medians of {args.repeat} runs")
-    print("attention rows: GFLOP/s of useful causal work; train_step: tokens/s\n")
+    print(f"PyTorch {version} vs the workbook's reference, medians of {args.repeat} runs")
+    print("attention rows: GFLOP/s of useful causal work (_fused: F.scaled_dot_product_attention"
+          "(is_causal=True), where this torch has it); train_step: tokens/s")
+    print("settings: torch with OMP_WAIT_POLICY=passive above 1 thread (its best), the workbook"
+          " with OpenMP's default waiting (its best)\n")
     header = f"{'benchmark':<42}"
     for n in args.threads:
         header += f"{'torch ' + str(n) + 't':>12}"
@@ -224,7 +245,7 @@ def main():
             t = results[("torch", n)].get(name)
             line += f"{t:>12.1f}" if t else f"{'-':>12}"
             if args.build_dir:
-                o = results[("workbook", n)].get(name)
+                o = results[("workbook", n)].get(name.replace("_fused/", "/"))
                 line += f"{o:>12.1f}" if o else f"{'-':>12}"
                 line += f"{o / t:>10.2f}x" if (o and t) else f"{'-':>11}"
         print(line)

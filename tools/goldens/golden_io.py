@@ -6,8 +6,11 @@ Used by the tools/goldens/chapter*.py scripts, which run under Debian's PyTorch:
 
 from pathlib import Path
 
+import os
+
 ROOT = Path(__file__).resolve().parent.parent.parent
-GOLDENS = ROOT / "tests" / "goldens"
+# tools/goldens/reproduce.py points this elsewhere to compare a fresh run with the committed files.
+GOLDENS = Path(os.environ.get("WB_GOLDENS_OUT", ROOT / "tests" / "goldens"))
 
 
 def write(relative_path, description, seed, tensors, script):
@@ -34,4 +37,4 @@ def write(relative_path, description, seed, tensors, script):
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(path)
-    print(f"wrote {path.relative_to(ROOT)}")
+    print(f"wrote {path.relative_to(GOLDENS.parent) if GOLDENS.parent in path.parents else path}")
