@@ -1,0 +1,526 @@
+// The mini-GPT's fast decode (see gpt_decode.hpp): chapter 9's prefill / decode_step on
+// packed weights and preallocated buffers, one OpenMP parallel region per token.
+//
+// One token at position t runs, per block:
+//   LayerNorm 1 (every thread, into its own buffer)  ->  [q k v] = W_qkv ln + b  (panels shared)
+//   -> k, v into the cache at t                       -> barrier
+//   -> each head: scores over [0, t], softmax, weighted sum of v (heads shared)  -> barrier
+//   -> x += W_o att + b_o (panels shared)             -> barrier
+//   -> LayerNorm 2 (every thread)  -> fc = GELU(W_fc ln + b) (panels shared)  -> barrier
+//   -> x += W_proj fc + b_proj (panels shared)        -> barrier
+// then the final LayerNorm and the logits = lm_head ln (panels shared).
+//
+// A weight matrix [out, in] is stored as panels of 16 outputs: panel p holds, for each input
+// i in order, the 16 weights W[16p .. 16p+15][i]. A product walks its panels front to back:
+// acc(16 outputs) += panel[i] · x[i] for i = 0 .. in-1, one vector multiply-add per input, the
+// panels 8 at a time for independent chains. Each output's sum has the same order whoever
+// computes it, so the thread count never changes a bit.
+#include "capstone/minigpt/gpt_decode.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "8-training/layers.hpp"
+#include "workbook/core.hpp"
+
+// -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
+// SIMD selects (nothing here reads the floating-point exception flags).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+// The hot loops, compiled for AVX-512, AVX2 + FMA and the default target; the loader picks the
+// widest the processor has.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define WB_DECODE_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WB_DECODE_CLONES
+#endif
+#define WB_DECODE_INLINE inline __attribute__((always_inline))
+
+namespace wb::minigpt {
+
+namespace {
+
+const char* const kName = "wb::minigpt::GptDecoder";
+constexpr std::size_t kLanes = 16;  // outputs per panel (one AVX-512 register of floats)
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+std::string num(std::size_t n) { return std::to_string(n); }
+
+std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+// A float buffer aligned to 64 bytes, zero-filled.
+struct Buffer {
+    float* data = nullptr;
+    std::size_t size = 0;
+    Buffer() = default;
+    explicit Buffer(std::size_t n) : size(n) {
+        if (n == 0) return;
+        data = static_cast<float*>(std::aligned_alloc(64, round_up(n * sizeof(float), 64)));
+        if (data == nullptr) throw std::bad_alloc();
+        std::memset(data, 0, n * sizeof(float));
+    }
+    Buffer(Buffer&& o) noexcept : data(std::exchange(o.data, nullptr)), size(o.size) {}
+    Buffer& operator=(Buffer&& o) noexcept {
+        std::swap(data, o.data);
+        std::swap(size, o.size);
+        return *this;
+    }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { std::free(data); }
+};
+
+// A weight matrix [out, in] as panels of 16 outputs (out padded with zero rows).
+struct Panels {
+    std::size_t out = 0, in = 0, count = 0;
+    Buffer w;  // [count][in][16]
+};
+
+// Packs the rows of one or more [rows_k, in] matrices, stacked, into panels.
+Panels pack(std::initializer_list<const Mat<float>*> parts) {
+    Panels p;
+    p.in = (*parts.begin())->shape(1);
+    for (const Mat<float>* m : parts) p.out += m->shape(0);
+    p.count = (p.out + kLanes - 1) / kLanes;
+    p.w = Buffer(p.count * p.in * kLanes);
+    std::size_t row = 0;
+    for (const Mat<float>* m : parts) {
+        for (std::size_t r = 0; r < m->shape(0); ++r, ++row) {
+            const std::size_t panel = row / kLanes, lane = row % kLanes;
+            float* dst = p.w.data + panel * p.in * kLanes + lane;
+            const float* src = m->data() + r * p.in;
+            for (std::size_t i = 0; i < p.in; ++i) dst[i * kLanes] = src[i];
+        }
+    }
+    return p;
+}
+
+Buffer copy_of(std::initializer_list<const Vec<float>*> parts) {
+    std::size_t n = 0;
+    for (const Vec<float>* v : parts) n += v->size();
+    Buffer b(n);
+    std::size_t at = 0;
+    for (const Vec<float>* v : parts) {
+        std::copy(v->begin(), v->end(), b.data + at);
+        at += v->size();
+    }
+    return b;
+}
+
+// ---- the hot loops ---------------------------------------------------------------------------
+
+// y[16p + l] = Σ_i W[16p + l][i] · x[i] for the panels [p0, p1), the sum in input order.
+WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t p0,
+                                     std::size_t p1, const float* x, float* y) {
+    const std::size_t stride = in * kLanes;
+    std::size_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        const float* base = w + p * stride;
+        Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
+        for (std::size_t i = 0; i < in; ++i) {
+            const float xi = x[i];
+            const float* wi = base + i * kLanes;
+            a0 += *reinterpret_cast<const Lanes*>(wi) * xi;
+            a1 += *reinterpret_cast<const Lanes*>(wi + stride) * xi;
+            a2 += *reinterpret_cast<const Lanes*>(wi + 2 * stride) * xi;
+            a3 += *reinterpret_cast<const Lanes*>(wi + 3 * stride) * xi;
+            a4 += *reinterpret_cast<const Lanes*>(wi + 4 * stride) * xi;
+            a5 += *reinterpret_cast<const Lanes*>(wi + 5 * stride) * xi;
+            a6 += *reinterpret_cast<const Lanes*>(wi + 6 * stride) * xi;
+            a7 += *reinterpret_cast<const Lanes*>(wi + 7 * stride) * xi;
+        }
+        Lanes* out = reinterpret_cast<Lanes*>(y + p * kLanes);
+        out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+        out[4] = a4, out[5] = a5, out[6] = a6, out[7] = a7;
+    }
+    for (; p + 2 <= p1; p += 2) {
+        const float* base = w + p * stride;
+        Lanes a0 = {}, a1 = {};
+        for (std::size_t i = 0; i < in; ++i) {
+            const float xi = x[i];
+            a0 += *reinterpret_cast<const Lanes*>(base + i * kLanes) * xi;
+            a1 += *reinterpret_cast<const Lanes*>(base + stride + i * kLanes) * xi;
+        }
+        Lanes* out = reinterpret_cast<Lanes*>(y + p * kLanes);
+        out[0] = a0, out[1] = a1;
+    }
+    for (; p < p1; ++p) {
+        const float* base = w + p * stride;
+        Lanes a0 = {};
+        for (std::size_t i = 0; i < in; ++i)
+            a0 += *reinterpret_cast<const Lanes*>(base + i * kLanes) * x[i];
+        *reinterpret_cast<Lanes*>(y + p * kLanes) = a0;
+    }
+}
+
+// exp for the softmax: Cephes' polynomial on a range reduction by ln 2, a few multiply-adds
+// that vectorise (relative error ~1e-7), exact for the clamped ends.
+WB_DECODE_INLINE float exp_poly(float x_in) {
+    float x = x_in < -87.0f ? -87.0f : x_in;
+    x = x > 88.7f ? 88.7f : x;
+    const float t = x * 1.44269504088896341f;
+    const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+// GELU, the exact form 0.5 x (1 + erf(x / √2)), erf by Abramowitz & Stegun 7.1.26 (absolute
+// error below 1.5e-7) with exp_poly.
+WB_DECODE_INLINE float gelu_poly(float x) {
+    const float z = x * 0.70710678118654752f;
+    const float az = z < 0.0f ? -z : z;
+    const float t = 1.0f / (1.0f + 0.3275911f * az);
+    float p = 1.061405429f;
+    p = p * t - 1.453152027f;
+    p = p * t + 1.421413741f;
+    p = p * t - 0.284496736f;
+    p = p * t + 0.254829592f;
+    const float e = 1.0f - p * t * exp_poly(-az * az);  // erf(|z|)
+    const float erf_z = z < 0.0f ? -e : e;
+    return 0.5f * x * (1.0f + erf_z);
+}
+
+// y[r] = GELU(y[r] + b[r]) for r in [r0, r1).
+WB_DECODE_CLONES void bias_gelu(float* y, const float* b, std::size_t r0, std::size_t r1) {
+#pragma omp simd
+    for (std::size_t r = r0; r < r1; ++r) y[r] = gelu_poly(y[r] + b[r]);
+}
+
+// LayerNorm of one row of D: y = (x − mean) · rstd · g + b, variance with correction 0.
+WB_DECODE_CLONES void layer_norm(const float* x, const float* g, const float* b, std::size_t D,
+                                 float eps, float* y) {
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < D; ++j) sum += x[j];
+    const float mean = sum / static_cast<float>(D);
+    float var = 0.0f;
+    for (std::size_t j = 0; j < D; ++j) var += (x[j] - mean) * (x[j] - mean);
+    var /= static_cast<float>(D);
+    const float rstd = 1.0f / std::sqrt(var + eps);
+#pragma omp simd
+    for (std::size_t j = 0; j < D; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
+}
+
+// One head's attention for the query at position n − 1: s = q·k_j · scale for j < n (keys
+// transposed: kt[e][j], row stride tp), softmax, out = Σ_j p_j v_j (values [j][e], width d).
+WB_DECODE_CLONES void attend(const float* q, const float* kt, const float* v, std::size_t n,
+                             std::size_t d, std::size_t tp, float scale, float* s, float* out) {
+    const std::size_t chunks = (n + kLanes - 1) / kLanes;
+    std::size_t c = 0;
+    for (; c + 4 <= chunks; c += 4) {
+        Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+        const float* k0 = kt + c * kLanes;
+        for (std::size_t e = 0; e < d; ++e) {
+            const float qe = q[e];
+            const float* ke = k0 + e * tp;
+            a0 += *reinterpret_cast<const Lanes*>(ke) * qe;
+            a1 += *reinterpret_cast<const Lanes*>(ke + kLanes) * qe;
+            a2 += *reinterpret_cast<const Lanes*>(ke + 2 * kLanes) * qe;
+            a3 += *reinterpret_cast<const Lanes*>(ke + 3 * kLanes) * qe;
+        }
+        Lanes* sc = reinterpret_cast<Lanes*>(s + c * kLanes);
+        sc[0] = a0 * scale, sc[1] = a1 * scale, sc[2] = a2 * scale, sc[3] = a3 * scale;
+    }
+    for (; c < chunks; ++c) {
+        Lanes a0 = {};
+        const float* k0 = kt + c * kLanes;
+        for (std::size_t e = 0; e < d; ++e)
+            a0 += *reinterpret_cast<const Lanes*>(k0 + e * tp) * q[e];
+        *reinterpret_cast<Lanes*>(s + c * kLanes) = a0 * scale;
+    }
+    float m = s[0];
+    for (std::size_t j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
+#pragma omp simd
+    for (std::size_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - m);
+    // The sum in 16 lanes, then the lanes in order, then the tail: an order set by n alone.
+    Lanes total = {};
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) total += *reinterpret_cast<const Lanes*>(s + j);
+    float sum = 0.0f;
+    for (std::size_t l = 0; l < kLanes; ++l) sum += total[l];
+    for (; j < n; ++j) sum += s[j];
+    const float inv = 1.0f / sum;
+    for (std::size_t e = 0; e < d; ++e) out[e] = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = s[i] * inv;
+        const float* vi = v + i * d;
+#pragma omp simd
+        for (std::size_t e = 0; e < d; ++e) out[e] += a * vi[e];
+    }
+}
+
+// The rows [r0, r1) of a thread's share of `count` items split evenly among `nth` threads.
+std::pair<std::size_t, std::size_t> share(std::size_t count, int tid, int nth) {
+    return {count * static_cast<std::size_t>(tid) / static_cast<std::size_t>(nth),
+            count * static_cast<std::size_t>(tid + 1) / static_cast<std::size_t>(nth)};
+}
+
+}  // namespace
+
+struct GptDecoder::Impl {
+    GptConfig c;
+    std::size_t D, H, d, F, V, tp;  // tp: T_max rounded up to 16 (the transposed keys' row)
+    float eps, scale;
+    struct Layer {
+        Buffer ln1_g, ln1_b, b_qkv, b_o, ln2_g, ln2_b, b_fc, b_proj;
+        Panels qkv, o, fc, proj;
+        Buffer kt;  // [H][d][tp] keys, transposed per head
+        Buffer v;   // [H][tp][d] values
+    };
+    std::vector<Layer> layers;
+    Buffer wte, wpe, lnf_g, lnf_b;
+    Panels head;
+    // Activations of the token being decoded.
+    Buffer x;       // [D] residual stream
+    Buffer ln;      // [threads][D] each thread's LayerNorm output
+    Buffer y;       // [3D padded to 16] products of q, k, v and of w_o, w_proj before their epilogue
+    Buffer q;       // [D]
+    Buffer att;     // [D] heads merged
+    Buffer fc;      // [4D]
+    Buffer scores;  // [H][tp]
+    Buffer logits;  // [V padded to 16]
+    std::size_t length = 0;
+    int ln_threads = 0;
+
+    void ensure_threads(int n) {
+        if (n <= ln_threads) return;
+        ln = Buffer(static_cast<std::size_t>(n) * round_up(D, kLanes));
+        ln_threads = n;
+    }
+
+    const float* run(std::int64_t token);
+};
+
+const float* GptDecoder::Impl::run(std::int64_t token) {
+    const std::size_t pos = length;
+    const auto id = static_cast<std::size_t>(token);
+    for (std::size_t j = 0; j < D; ++j) x.data[j] = wte.data[id * D + j] + wpe.data[pos * D + j];
+    ensure_threads(omp_get_max_threads());
+    const std::size_t ld = round_up(D, kLanes);
+
+#pragma omp parallel
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        float* my_ln = ln.data + static_cast<std::size_t>(tid) * ld;
+        for (Layer& L : layers) {
+            // Attention half: LayerNorm 1, then q, k, v of the new token.
+            layer_norm(x.data, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
+            auto [p0, p1] = share(L.qkv.count, tid, nth);
+            panel_products(L.qkv.w.data, D, p0, p1, my_ln, y.data);
+            for (std::size_t r = p0 * kLanes; r < std::min(p1 * kLanes, 3 * D); ++r) {
+                const float value = y.data[r] + L.b_qkv.data[r];
+                if (r < D) {
+                    q.data[r] = value;
+                } else if (r < 2 * D) {
+                    const std::size_t h = (r - D) / d, e = (r - D) % d;
+                    L.kt.data[(h * d + e) * tp + pos] = value;
+                } else {
+                    const std::size_t h = (r - 2 * D) / d, e = (r - 2 * D) % d;
+                    L.v.data[(h * tp + pos) * d + e] = value;
+                }
+            }
+#pragma omp barrier
+            auto [h0, h1] = share(H, tid, nth);
+            for (std::size_t h = h0; h < h1; ++h) {
+                attend(q.data + h * d, L.kt.data + h * d * tp, L.v.data + h * tp * d, pos + 1, d,
+                       tp, scale, scores.data + h * tp, att.data + h * d);
+            }
+#pragma omp barrier
+            auto [o0, o1] = share(L.o.count, tid, nth);
+            panel_products(L.o.w.data, D, o0, o1, att.data, y.data);
+            for (std::size_t r = o0 * kLanes; r < std::min(o1 * kLanes, D); ++r)
+                x.data[r] += y.data[r] + L.b_o.data[r];
+#pragma omp barrier
+            // FFN half: LayerNorm 2, fc with GELU, the projection back onto the residual.
+            layer_norm(x.data, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
+            auto [f0, f1] = share(L.fc.count, tid, nth);
+            panel_products(L.fc.w.data, D, f0, f1, my_ln, fc.data);
+            bias_gelu(fc.data, L.b_fc.data, f0 * kLanes, std::min(f1 * kLanes, F));
+#pragma omp barrier
+            auto [j0, j1] = share(L.proj.count, tid, nth);
+            panel_products(L.proj.w.data, F, j0, j1, fc.data, y.data);
+            for (std::size_t r = j0 * kLanes; r < std::min(j1 * kLanes, D); ++r)
+                x.data[r] += y.data[r] + L.b_proj.data[r];
+#pragma omp barrier
+        }
+        layer_norm(x.data, lnf_g.data, lnf_b.data, D, eps, my_ln);
+        auto [v0, v1] = share(head.count, tid, nth);
+        panel_products(head.w.data, D, v0, v1, my_ln, logits.data);
+    }
+    length = pos + 1;
+    return logits.data;
+}
+
+GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
+    : impl_(std::make_unique<Impl>()) {
+    require_valid_config(kName, config);
+    if (p.blocks.size() != config.L) {
+        throw ShapeError(std::string(kName) + ": params has " + num(p.blocks.size()) +
+                         " blocks, expected L = " + num(config.L) + " for config " +
+                         config_str(config));
+    }
+    Impl& m = *impl_;
+    m.c = config;
+    m.D = config.D;
+    m.H = config.H;
+    m.d = config.D / config.H;
+    m.F = 4 * config.D;
+    m.V = config.V;
+    m.tp = round_up(config.T_max, kLanes);
+    m.eps = static_cast<float>(kGptLayerNormEps);
+    m.scale = 1.0f / std::sqrt(static_cast<float>(m.d));
+    const std::size_t D = m.D, F = m.F;
+    require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
+    require_shape(kName, "wpe [T_max, D]", p.wpe, {config.T_max, D});
+    require_shape(kName, "ln_f_g [D]", p.ln_f_g, {D});
+    require_shape(kName, "ln_f_b [D]", p.ln_f_b, {D});
+    require_shape(kName, "lm_head [V, D]", p.lm_head, {config.V, D});
+    for (const GptBlock<float>& b : p.blocks) {
+        for (const Mat<float>* w : {&b.w_q, &b.w_k, &b.w_v, &b.w_o})
+            require_shape(kName, "blocks[l] attention weight [D, D]", *w, {D, D});
+        for (const Vec<float>* v : {&b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln1_g, &b.ln1_b, &b.ln2_g,
+                                    &b.ln2_b, &b.b_proj})
+            require_shape(kName, "blocks[l] vector [D]", *v, {D});
+        require_shape(kName, "blocks[l].w_fc [4D, D]", b.w_fc, {F, D});
+        require_shape(kName, "blocks[l].b_fc [4D]", b.b_fc, {F});
+        require_shape(kName, "blocks[l].w_proj [D, 4D]", b.w_proj, {D, F});
+        Impl::Layer L;
+        L.ln1_g = copy_of({&b.ln1_g});
+        L.ln1_b = copy_of({&b.ln1_b});
+        L.qkv = pack({&b.w_q, &b.w_k, &b.w_v});
+        L.b_qkv = copy_of({&b.b_q, &b.b_k, &b.b_v});
+        L.o = pack({&b.w_o});
+        L.b_o = copy_of({&b.b_o});
+        L.ln2_g = copy_of({&b.ln2_g});
+        L.ln2_b = copy_of({&b.ln2_b});
+        L.fc = pack({&b.w_fc});
+        L.b_fc = copy_of({&b.b_fc});
+        L.proj = pack({&b.w_proj});
+        L.b_proj = copy_of({&b.b_proj});
+        L.kt = Buffer(m.H * m.d * m.tp);
+        L.v = Buffer(m.H * m.tp * m.d);
+        m.layers.push_back(std::move(L));
+    }
+    m.wte = Buffer(p.wte.size());
+    std::copy(p.wte.begin(), p.wte.end(), m.wte.data);
+    m.wpe = Buffer(p.wpe.size());
+    std::copy(p.wpe.begin(), p.wpe.end(), m.wpe.data);
+    m.lnf_g = copy_of({&p.ln_f_g});
+    m.lnf_b = copy_of({&p.ln_f_b});
+    m.head = pack({&p.lm_head});
+    m.x = Buffer(round_up(D, kLanes));
+    m.y = Buffer((m.layers.empty() ? 0 : m.layers[0].qkv.count) * kLanes + kLanes);
+    m.q = Buffer(round_up(D, kLanes));
+    m.att = Buffer(round_up(D, kLanes));
+    m.fc = Buffer(round_up(F, kLanes));
+    m.scores = Buffer(m.H * m.tp);
+    m.logits = Buffer(m.head.count * kLanes);
+    m.ensure_threads(omp_get_max_threads());
+}
+
+GptDecoder::~GptDecoder() = default;
+GptDecoder::GptDecoder(GptDecoder&&) noexcept = default;
+GptDecoder& GptDecoder::operator=(GptDecoder&&) noexcept = default;
+
+void GptDecoder::reset() { impl_->length = 0; }
+
+std::size_t GptDecoder::length() const { return impl_->length; }
+
+const GptConfig& GptDecoder::config() const { return impl_->c; }
+
+const float* GptDecoder::step(std::int64_t token) {
+    Impl& m = *impl_;
+    if (m.length >= m.c.T_max) {
+        throw ValueError(std::string(kName) + "::step: the cache is full: length = " +
+                         num(m.length) + " positions, T_max = " + num(m.c.T_max));
+    }
+    if (token < 0 || static_cast<std::size_t>(token) >= m.V) {
+        throw ValueError(std::string(kName) + "::step: token = " + std::to_string(token) +
+                         " is outside [0, V) = [0, " + num(m.V) + ")");
+    }
+    return m.run(token);
+}
+
+const float* GptDecoder::prefill(const std::vector<std::int64_t>& prompt) {
+    Impl& m = *impl_;
+    const std::string fn = std::string(kName) + "::prefill";
+    if (prompt.empty()) throw ShapeError(fn + ": the prompt is empty, expected at least one token");
+    if (prompt.size() > m.c.T_max) {
+        throw ValueError(fn + ": prompt of " + num(prompt.size()) + " tokens exceeds T_max = " +
+                         num(m.c.T_max));
+    }
+    for (std::size_t t = 0; t < prompt.size(); ++t) {
+        if (prompt[t] < 0 || static_cast<std::size_t>(prompt[t]) >= m.V) {
+            throw ValueError(fn + ": prompt[" + num(t) + "] = " + std::to_string(prompt[t]) +
+                             " is outside [0, V) = [0, " + num(m.V) + ")");
+        }
+    }
+    m.length = 0;
+    const float* logits = nullptr;
+    for (std::int64_t id : prompt) logits = m.run(id);
+    return logits;
+}
+
+std::vector<std::int64_t> generate_fast(GptDecoder& decoder,
+                                        const std::vector<std::int64_t>& prompt,
+                                        std::size_t max_new_tokens, const SamplingOptions& options,
+                                        std::uint64_t seed, bool use_greedy) {
+    const std::string fn = "wb::minigpt::generate_fast";
+    const GptConfig& c = decoder.config();
+    if (prompt.empty()) throw ShapeError(fn + ": the prompt is empty, expected at least one token");
+    if (prompt.size() + max_new_tokens > c.T_max) {
+        throw ValueError(fn + ": prompt of " + num(prompt.size()) + " tokens + " +
+                         num(max_new_tokens) + " new tokens exceeds T_max = " + num(c.T_max));
+    }
+    if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature)) {
+        throw ValueError(fn + ": temperature = " + std::to_string(options.temperature) +
+                         ", expected a finite temperature > 0 (use greedy for the limit 0)");
+    }
+    if (!(options.top_p > 0.0f && options.top_p <= 1.0f)) {
+        throw ValueError(fn + ": top_p = " + std::to_string(options.top_p) +
+                         ", expected top_p in (0, 1]");
+    }
+    std::vector<std::int64_t> tokens = prompt;
+    if (max_new_tokens == 0) {
+        for (std::size_t t = 0; t < prompt.size(); ++t) {
+            if (prompt[t] < 0 || static_cast<std::size_t>(prompt[t]) >= c.V) {
+                throw ValueError(fn + ": prompt[" + num(t) + "] = " + std::to_string(prompt[t]) +
+                                 " is outside [0, V) = [0, " + num(c.V) + ")");
+            }
+        }
+        return tokens;
+    }
+    std::mt19937_64 rng(seed);
+    Vec<float> row = Vec<float>::from_shape({c.V});  // [V], reused every step
+    const float* logits = decoder.prefill(prompt);
+    for (std::size_t step = 0; step < max_new_tokens; ++step) {
+        std::copy(logits, logits + c.V, row.begin());
+        const std::int64_t next = use_greedy ? greedy(row) : sample(row, options, rng);
+        tokens.push_back(next);
+        if (step + 1 < max_new_tokens) logits = decoder.step(next);
+    }
+    return tokens;
+}
+
+}  // namespace wb::minigpt
