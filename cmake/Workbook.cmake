@@ -2,6 +2,8 @@
 # from the reference, and one Catch2 test program per chapter labelled with the chapter.
 
 set(WB_CHAPTERS "" CACHE INTERNAL "labels of the chapters found, in course order")
+get_filename_component(WB_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set_property(GLOBAL PROPERTY WB_COURSE_ENTRIES "")
 
 # find_package(NAME [VERSION] ...) that stops, when NAME is missing, with the Debian package to
 # install: a learner reads "install libxtensor-dev", not a list of CMake search paths.
@@ -64,6 +66,7 @@ function(wb_chapter label folder)
     message(FATAL_ERROR "${label}: no .cpp files in ${src_dir}")
   endif()
   message(STATUS "${label} (${folder}): ${kind}")
+  wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
 
   add_library(wb_${label} STATIC ${sources})
   list(TRANSFORM arg_DEPENDS PREPEND wb_ OUTPUT_VARIABLE dependencies)
@@ -78,7 +81,30 @@ function(wb_chapter label folder)
     # The checks run on tiny tensors: -O1 compiles them a third faster than -O3, and the
     # code under test keeps the build type's optimisation.
     target_compile_options(test_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
-    catch_discover_tests(test_${label} TEST_PREFIX "${label}: " PROPERTIES LABELS ${label})
+    # One compact line per failed assertion under ctest (tools/workbook reads the XML reporter).
+    catch_discover_tests(test_${label} TEST_PREFIX "${label}: " REPORTER compact
+                         PROPERTIES LABELS ${label} FIXTURES_REQUIRED wb_build_${label})
+    # `ctest -L <label>` first rebuilds what changed: a build step that every check of the
+    # label needs (a CTest fixture), so the checks always test the files as saved. One build
+    # at a time (RESOURCE_LOCK): ctest -j must not run two builds in one folder.
+    add_test(NAME "${label}: build" COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+                                            --target test_${label})
+    set_tests_properties("${label}: build" PROPERTIES LABELS ${label}
+                         FIXTURES_SETUP wb_build_${label} RESOURCE_LOCK wb_build)
+    # Before the first build ctest knows no check of the label (they are listed by building
+    # the program): one test then runs them all, and later runs list them one by one.
+    set(first "${label}: every check (first build)")
+    string(CONCAT first_run
+           "file(GLOB lists \"${CMAKE_CURRENT_BINARY_DIR}/test_${label}_tests-*.cmake\")\n"
+           "if(NOT lists OR NOT EXISTS \"$<TARGET_FILE:test_${label}>\")\n"
+           "  add_test(\"${first}\" \"$<TARGET_FILE:test_${label}>\" --reporter compact)\n"
+           "  set_tests_properties(\"${first}\" PROPERTIES LABELS ${label}\n"
+           "                       FIXTURES_REQUIRED wb_build_${label})\n"
+           "endif()\n")
+    file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_${label}_first_run.cmake
+         CONTENT "${first_run}")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
+                 ${CMAKE_CURRENT_BINARY_DIR}/test_${label}_first_run.cmake)
   endif()
 
   set(WB_CHAPTERS ${WB_CHAPTERS} ${label} CACHE INTERNAL "")
@@ -102,3 +128,85 @@ function(wb_check_reference_names)
     endif()
   endforeach()
 endfunction()
+
+# ---- the course as the tools read it ---------------------------------------------------------
+# <build>/workbook/course.json lists every chapter in course order: label, folder, title (the
+# guide's first heading), kind (stub, reference or override), the folder compiled, the learner's
+# files, the checks' files and the guide. tools/workbook reads it and nothing else of CMake, so
+# a chapter is known, and WB_REFERENCE understood, in one place: here.
+
+function(wb_json_string text out)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "\t" " " text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
+function(wb_json_files out)
+  set(items "")
+  foreach(path IN LISTS ARGN)
+    file(RELATIVE_PATH relative ${WB_ROOT} ${path})
+    if(relative MATCHES "^\\.\\.")
+      set(relative ${path})  # outside the tree (an override folder): kept absolute
+    endif()
+    wb_json_string("${relative}" quoted)
+    list(APPEND items "${quoted}")
+  endforeach()
+  list(JOIN items ", " joined)
+  set(${out} "[${joined}]" PARENT_SCOPE)
+endfunction()
+
+# Records chapter LABEL for course.json; KIND is the word printed by wb_chapter ("student",
+# "reference" or "override DIR"), SRC_DIR the folder compiled.
+function(wb_course_entry label folder kind src_dir)
+  if(kind STREQUAL "student")
+    set(kind stub)
+  elseif(kind MATCHES "^override")
+    set(kind override)
+  endif()
+  set(guide ${WB_ROOT}/chapters/${folder}/README.md)
+  set(title "${label}")
+  if(EXISTS ${guide})
+    file(STRINGS ${guide} headings REGEX "^# " LIMIT_COUNT 1 ENCODING UTF-8)
+    if(headings)
+      string(REGEX REPLACE "^# +" "" title "${headings}")
+    endif()
+  endif()
+  file(GLOB compiled ${src_dir}/*.cpp)
+  file(GLOB headers ${WB_ROOT}/chapters/${folder}/*.hpp)
+  file(GLOB checks ${WB_ROOT}/tests/${folder}/*.cpp)
+  list(SORT compiled)
+  list(SORT headers)
+  list(SORT checks)
+  wb_json_string("${label}" j_label)
+  wb_json_string("${folder}" j_folder)
+  wb_json_string("${title}" j_title)
+  wb_json_string("${kind}" j_kind)
+  wb_json_files(j_source ${src_dir})
+  wb_json_files(j_files ${compiled} ${headers})
+  wb_json_files(j_tests ${checks})
+  wb_json_files(j_guide ${guide})
+  string(REGEX REPLACE "^\\[(.*)\\]$" "\\1" j_source "${j_source}")  # one path, not a list
+  string(REGEX REPLACE "^\\[(.*)\\]$" "\\1" j_guide "${j_guide}")
+  set(entry "    {\"label\": ${j_label}, \"folder\": ${j_folder}, \"title\": ${j_title},\n"
+            "     \"kind\": ${j_kind}, \"source\": ${j_source}, \"files\": ${j_files},\n"
+            "     \"tests\": ${j_tests}, \"guide\": ${j_guide}, \"target\": \"test_${label}\"}")
+  string(JOIN "" entry ${entry})
+  set_property(GLOBAL APPEND PROPERTY WB_COURSE_ENTRIES "${entry}")
+endfunction()
+
+# Writes the chapters recorded so far to FILE (atomically: a tool never reads half a file).
+function(wb_write_course file)
+  get_property(entries GLOBAL PROPERTY WB_COURSE_ENTRIES)
+  string(JOIN ",\n" body ${entries})
+  wb_json_string("${WB_REFERENCE}" j_reference)
+  wb_json_string("${WB_ROOT}" j_root)
+  file(WRITE ${file}.tmp "{\n  \"version\": 1,\n  \"root\": ${j_root},\n"
+                         "  \"reference\": ${j_reference},\n  \"chapters\": [\n${body}\n  ]\n}\n")
+  file(RENAME ${file}.tmp ${file})
+endfunction()
+
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  # Once the top-level CMakeLists.txt has declared every chapter.
+  cmake_language(DEFER CALL wb_write_course ${CMAKE_BINARY_DIR}/workbook/course.json)
+endif()

@@ -2,7 +2,9 @@
 
 Learners:
   workbook status                          one line per chapter: stub or reference, checks passed
-  workbook check CHAPTER                   build what CHAPTER needs and run its checks
+  workbook check CHAPTER                   build what CHAPTER needs, run its checks: one screen
+  workbook watch [CHAPTER]                 check again on every save, move on when it passes
+  workbook next                            your current chapter: its guide and first task
   workbook hint CHAPTER [N]                the first failing check, and the next hint (or hint N)
   workbook use CHAPTER student|reference   flip one chapter (or `all`) and rebuild
   workbook bench [CHAPTER|kernel]          time your kernels against the reference

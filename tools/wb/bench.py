@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import *  # noqa: F401,F403
-from .results import *  # noqa: F401,F403
+from .common import ROOT, WorkbookError, cache_value, configure, run
+from .course import any_course
 
 # ---- benchmarks -----------------------------------------------------------------------------
 
@@ -240,7 +240,11 @@ def cmd_bench(args):
     elif args.target == "kernel":
         pattern = "^capstone/"
     else:
-        pattern = f"^{chapter_label(args.target, COURSE)}/"
+        course = any_course(args.build_dir)
+        if course is None:
+            configure(args.build_dir, WB_BUILD_BENCH="ON", CMAKE_BUILD_TYPE="Release")
+            course = any_course(args.build_dir)
+        pattern = f"^{course.find(args.target).label}/"
     try:
         re.compile(pattern)
     except re.error as error:

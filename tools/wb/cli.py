@@ -1,23 +1,14 @@
 """The command line: one sub-command per verb."""
 
 import argparse
-import json
-import os
-import re
-import shutil
-import subprocess
+import signal
 import sys
-import tempfile
-import time
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from .common import *  # noqa: F401,F403
-from .learner import *  # noqa: F401,F403
-from .instructor import *  # noqa: F401,F403
-from .bench import *  # noqa: F401,F403
 import wb
+from .bench import cmd_bench
+from .common import ROOT, WorkbookError
+from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
+from .learner import cmd_check, cmd_hint, cmd_next, cmd_status, cmd_use, cmd_watch
 
 class Parser(argparse.ArgumentParser):
     """Reports a bad argument in one line (and exit status 2) instead of the usage text."""
@@ -44,8 +35,25 @@ def main(argv=None):
     p = verbs.add_parser("check", help="build and run one chapter's checks (results kept for "
                          "status and hint)")
     p.add_argument("chapter", help="3, chapter3, capstone or all")
+    p.add_argument("--verbose", action="store_true", help="every failing check and assertion "
+                   "in full (and the whole build log when it does not compile)")
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_check)
+
+    p = verbs.add_parser("watch", help="check a chapter again on every save; move on when it "
+                         "passes", description="Builds and checks CHAPTER (default: your first "
+                         "chapter not yet passing) each time one of its files is saved, shows "
+                         "the one screen of `check`, and moves to the next chapter when it "
+                         "passes. Ctrl-C stops.")
+    p.add_argument("chapter", nargs="?", help="3, chapter3 or capstone")
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_watch)
+
+    p = verbs.add_parser("next", help="your current chapter: its guide, files and first task")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_next)
 
     p = verbs.add_parser("hint", help="show the first failing check of a chapter and its next hint",
                          description="Shows the first failing check of CHAPTER (from the last "
@@ -66,9 +74,9 @@ def main(argv=None):
                    "folder (default: this repository)")
     p.add_argument("--only", nargs="*", help="grade these chapters; the others come from the "
                    "reference (default: all)")
-    report = p.add_mutually_exclusive_group()
-    report.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML")
-    report.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
+    p.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML")
+    p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown (both "
+                   "may be given: one run writes both)")
     p.add_argument("--verbose", action="store_true", help="list passing checks too")
     p.add_argument("--lines", type=int, default=4, help="failure lines shown per check")
     p.add_argument("--timeout", type=int, default=300, help="seconds allowed per check")
@@ -106,6 +114,8 @@ def main(argv=None):
     p.add_argument("--require-all", action="store_true", help="a missing README.zh.md is an error")
     p.set_defaults(func=cmd_guides)
 
+    # `workbook hint 1 | head` ends quietly when head has read enough.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0

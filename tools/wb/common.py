@@ -1,33 +1,19 @@
 """Shared by every verb: the repository root, errors the user can fix, running commands and CMake."""
 
-import argparse
-import json
-import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
-NOT_IMPLEMENTED = "is not implemented yet"
 
 
 class WorkbookError(Exception):
     """A problem the user can fix; printed without a traceback."""
 
 
-# ---- build directories ----------------------------------------------------------------------
-
-
 def run(cmd, quiet=True, check=True):
     """Runs a command; on failure shows its output and raises WorkbookError."""
-    result = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     if not quiet:
         sys.stdout.write(result.stdout)
@@ -50,7 +36,7 @@ def cache_value(build_dir, name):
 
 
 def configure(build_dir, **variables):
-    """Configures (or reconfigures) build_dir with the given cache variables."""
+    """Configures (or reconfigures) build_dir with the given cache variables (None: unset)."""
     cmd = ["cmake", "-S", str(ROOT), "-B", str(build_dir)]
     if not (Path(build_dir) / "CMakeCache.txt").exists():
         cmd += ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DWB_BUILD_BENCH=OFF"]
@@ -59,32 +45,11 @@ def configure(build_dir, **variables):
     run(cmd)
 
 
-def chapters_of(build_dir):
-    """The chapter labels the build found, in course order."""
-    value = cache_value(build_dir, "WB_CHAPTERS")
-    if not value:
-        raise WorkbookError(f"{build_dir} is not a configured workbook build")
-    return value.split(";")
-
-
-def folder_of(build_dir, label):
-    return cache_value(build_dir, f"WB_FOLDER_{label}")
-
-
-def chapter_label(text, labels):
-    """Turns '3', 'chapter3' or 'capstone' into a known label."""
-    label = f"chapter{text}" if text.isdigit() else text
-    if label not in labels:
-        raise WorkbookError(f"unknown chapter '{text}'; known: {', '.join(labels)}")
-    return label
-
-
-def build(build_dir, target=None):
-    cmd = ["cmake", "--build", str(build_dir), "-j", "2"]
+def build(build_dir, target=None, jobs=2):
+    cmd = ["cmake", "--build", str(build_dir), "-j", str(jobs)]
     if target:
         cmd += ["--target", target]
     run(cmd)
-
 
 
 def require_build(build_dir):
@@ -95,9 +60,6 @@ def require_build(build_dir):
     return build_dir
 
 
-
 def progress_bar(done, total, width=30):
     filled = int(round(width * done / total)) if total else 0
     return "[" + "#" * filled + "." * (width - filled) + "]"
-
-

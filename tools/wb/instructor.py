@@ -13,22 +13,23 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import *  # noqa: F401,F403
-from .results import *  # noqa: F401,F403
+from .common import ROOT, WorkbookError, build, configure, progress_bar, run
+from .course import load_course
+from .results import NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks, short_name
+from .learner import check_counts
 
 def cmd_verify_stubs(args):
     """Chapter by chapter: every check fails on the stub (with the not-implemented message,
     the other chapters on the reference) and passes on the reference."""
     build_dir = Path(args.build_dir)
     configure(build_dir, WB_REFERENCE="all", **{"WB_IMPL_DIR_*": None})
-    labels = chapters_of(build_dir)
-    if args.only:
-        labels = [chapter_label(c, labels) for c in args.only]
+    course = load_course(build_dir)
+    labels = [course.find(c).label for c in args.only] if args.only else course.labels
     build(build_dir)
     problems = 0
     reference = {label: run_checks(build_dir, label) for label in labels}
     for label in labels:
-        others = ";".join(l for l in chapters_of(build_dir) if l != label)
+        others = ";".join(l for l in course.labels if l != label)
         configure(build_dir, WB_REFERENCE=others or "none")
         build(build_dir)
         stub = run_checks(build_dir, label)
@@ -121,12 +122,13 @@ def cmd_mutants(args):
         return 0
 
     configure(build_dir, WB_REFERENCE="all", **{"WB_IMPL_DIR_*": None})
-    labels = chapters_of(build_dir)
-    wanted = {chapter_label(c, labels) for c in args.only} if args.only else set(labels)
+    course = load_course(build_dir)
+    labels = course.labels
+    wanted = {course.find(c).label for c in args.only} if args.only else set(labels)
     scratch = build_dir / "mutant-src"
     counts = {"CAUGHT": 0, "SURVIVED": 0, "BROKEN": 0}
     for label in labels:
-        folder = folder_of(build_dir, label)
+        folder = course.get(label).folder
         mutants = [m for m in catalogue if m.folder == folder]
         if label not in wanted or not mutants:
             continue
@@ -223,23 +225,28 @@ def cmd_guides(args):
 # ---- instructor's verbs ---------------------------------------------------------------------
 
 
-def course_chapters():
-    """(label, folder) of every chapter, read from the top-level CMakeLists.txt."""
-    text = (ROOT / "CMakeLists.txt").read_text()
-    found = re.findall(r"^\s*wb_chapter\((\w+)\s+([\w.-]+)", text, re.M)
-    return [(l, f) for l, f in found if (ROOT / "chapters" / f).is_dir()]
-
-
-def student_chapters_dir(tree):
+def student_chapters_dir(tree, folders):
     tree = Path(tree).resolve()
     if not tree.is_dir():
         raise WorkbookError(f"--tree {tree}: no such folder")
     if (tree / "chapters").is_dir():
         return tree / "chapters"
-    if any((tree / f).is_dir() for _, f in course_chapters()):
+    if any((tree / f).is_dir() for f in folders):
         return tree
     raise WorkbookError(f"--tree {tree}: neither a copy of the repository nor a chapters/ folder "
                         f"(expected folders such as 1-tensors, 6-masks)")
+
+
+def failure_lines(check):
+    """A failing check in a few lines: its crash, or its first failure's message."""
+    if check.crashed:
+        from .hints import crash_text
+        return [crash_text(check)]
+    if not check.failures:
+        return ["failed"]
+    first = check.failures[0]
+    lines = [l for l in first.text.splitlines() if l.strip()]
+    return ([f"at {first.where}"] if first.where else []) + lines
 
 
 def write_grade_junit(path, report):
@@ -271,7 +278,7 @@ def write_grade_markdown(path, report):
                    f"| {cell(ch['note'])} |")
     for ch in report["chapters"]:
         failed = [c for c in ch["checks"] if not c["passed"]]
-        if not failed:
+        if not failed or ch["note"].startswith(("does not compile", "not started")):
             continue
         out += ["", f"## {ch['label']}: {len(failed)} failing", ""]
         for c in failed:
@@ -282,52 +289,65 @@ def write_grade_markdown(path, report):
 
 
 def cmd_grade(args):
-    student = student_chapters_dir(args.tree)
-    chapters = course_chapters()
-    all_labels = [l for l, _ in chapters]
-    graded = [chapter_label(c, all_labels) for c in args.only] if args.only else all_labels
+    if not Path(args.tree).is_dir():
+        raise WorkbookError(f"--tree {Path(args.tree).resolve()}: no such folder")
     build_dir = Path(args.build_dir)
-    variables = {"WB_REFERENCE": ";".join(l for l in all_labels if l not in graded) or "none"}
+    # The course first (a plain configure), then the student's folders in place of the stubs.
+    (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
+    configure(build_dir)
+    course = load_course(build_dir)
+    student = student_chapters_dir(args.tree, [c.folder for c in course.chapters])
+    tree_root = student.parent if student.name == "chapters" else student
+    graded = [course.find(c).label for c in args.only] if args.only else course.labels
+    variables = {"WB_REFERENCE": ";".join(l for l in course.labels if l not in graded) or "none"}
     notes = {}
-    for label, folder in chapters:
-        source = student / folder
-        if label not in graded:
-            variables[f"WB_IMPL_DIR_{label}"] = None
+    for chapter in course.chapters:
+        source = student / chapter.folder
+        if chapter.label not in graded:
+            variables[f"WB_IMPL_DIR_{chapter.label}"] = None
             continue
         if not source.is_dir() or not list(source.glob("*.cpp")):
-            notes[label] = f"missing from the tree: graded as the stub chapters/{folder}"
-            source = ROOT / "chapters" / folder
-        variables[f"WB_IMPL_DIR_{label}"] = source
+            notes[chapter.label] = f"missing from the tree: graded as the stub chapters/{chapter.folder}"
+            source = ROOT / "chapters" / chapter.folder
+        variables[f"WB_IMPL_DIR_{chapter.label}"] = source
+
+    def shown(path):
+        """A path relative to the graded tree (or to this repository)."""
+        path = Path(path)
+        for base in (tree_root, ROOT):
+            try:
+                return str(path.resolve().relative_to(base.resolve()))
+            except ValueError:
+                continue
+        return str(path)
+
     print(f"grading {student} in {build_dir} ...", flush=True)
-    (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
     configure(build_dir, **variables)
-    labels = chapters_of(build_dir)
-    # A test program left from an earlier grade must not stand in for one that fails to build.
-    for label in graded:
-        (build_dir / f"test_{label}").unlink(missing_ok=True)
-    targets = [f"test_{l}" for l in graded]
-    built = run(["cmake", "--build", str(build_dir), "-j", str(args.jobs), "--target", *targets,
-                 "--", "-k", "0"], check=False)
-    errors = [l for l in built.stdout.splitlines() if re.search(r"\berror\b", l)]
+    course = load_course(build_dir)
     expected = check_counts(build_dir)
-    outcomes, _ = run_ctest(build_dir, graded, jobs=args.jobs, timeout=args.timeout)
-    report = {"tree": str(student), "chapters": [], "passed": 0, "total": 0, "complete": 0}
-    for label in labels:
+    report = {"tree": tree_root.name, "chapters": [], "passed": 0, "total": 0, "complete": 0}
+    for chapter in course.chapters:
+        label = chapter.label
         if label not in graded:
             continue
-        folder = folder_of(build_dir, label)
-        outcome = outcomes.get(label, Outcome())
+        # A test program left from an earlier grade must not stand in for one that fails to build.
+        (build_dir / f"test_{label}").unlink(missing_ok=True)
+        print(f"  building and checking {label} ...", flush=True)
+        ok, log = build_target(build_dir, chapter.target, args.jobs)
         note = notes.get(label, "")
-        if not (build_dir / f"test_{label}").exists():
-            mine = [e for e in errors if f"/{folder}/" in e] or errors
+        if ok:
+            outcome = run_checks(build_dir, label, args.jobs, args.timeout)
+        else:
+            outcome = Outcome([], compiled=False)
+            where, lines = first_error(log, [shown(variables[f"WB_IMPL_DIR_{label}"]),
+                                             f"chapters/{chapter.folder}"])
+            error = next((l for l in lines if "error" in l), lines[0] if lines else "")
             note = (note + "; " if note else "") + "does not compile: " + (
-                mine[0].strip()[:160] if mine else "see the build output")
+                where + ": " if where else "") + error.strip()[:200]
         checks = [{"name": short_name(c.name), "passed": c.passed,
-                   "lines": [] if c.passed else failure_lines(c.output)}
-                  for c in outcome.checks]
+                   "lines": [] if c.passed else failure_lines(c)} for c in outcome.checks]
         if not checks:
-            n = expected.get(label) or len(re.findall(
-                r"^\s*TEST_CASE\(", "".join(p.read_text() for p in (ROOT / "tests" / folder).glob("*.cpp")), re.M))
+            n = expected.get(label) or 1
             checks = [{"name": f"(check {i + 1}: not built)", "passed": False,
                        "lines": [note or "no checks ran"]} for i in range(n)]
         passed = sum(c["passed"] for c in checks)
@@ -336,7 +356,7 @@ def cmd_grade(args):
             text = " ".join(c["lines"])
             for other in re.findall(r"is not implemented yet: write its body in chapters/([\w.-]+)/",
                                     text):
-                if other != folder:
+                if other != chapter.folder:
                     blocked[other] = blocked.get(other, 0) + 1
         if blocked:
             note = (note + "; " if note else "") + ", ".join(
@@ -346,7 +366,8 @@ def cmd_grade(args):
         elif not note and checks and all(NOT_IMPLEMENTED in " ".join(c["lines"])
                                          for c in checks if not c["passed"]) and passed == 0:
             note = "not started (every check: is not implemented yet)"
-        report["chapters"].append({"label": label, "source": str(variables[f"WB_IMPL_DIR_{label}"]),
+        report["chapters"].append({"label": label,
+                                   "source": shown(variables[f"WB_IMPL_DIR_{label}"]),
                                    "passed": passed, "checks": checks, "note": note})
         report["passed"] += passed
         report["total"] += len(checks)
@@ -354,9 +375,11 @@ def cmd_grade(args):
     for ch in report["chapters"]:
         print(f"\n{ch['label']:<9} {ch['passed']:3d}/{len(ch['checks']):<3d} passed"
               + (f"  {ch['note']}" if ch["note"] else ""))
+        if ch["note"].startswith(("does not compile", "not started")) and not args.verbose:
+            continue  # one line says it all
         for c in ch["checks"]:
-            if (c["passed"] or ch["note"].startswith("not started")) and not args.verbose:
-                continue  # a stub's checks all say the same: the note is enough
+            if c["passed"] and not args.verbose:
+                continue
             print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}")
             for line in c["lines"][:args.lines]:
                 print(f"         {line}")
@@ -370,5 +393,3 @@ def cmd_grade(args):
         write_grade_markdown(args.markdown, report)
         print(f"wrote {args.markdown}")
     return 0 if report["passed"] == report["total"] and report["total"] else 1
-
-

@@ -1,112 +1,262 @@
-"""The learner's verbs: status, check, hint, use."""
+"""The learner's verbs: check, watch, hint, next, status, use."""
 
-import argparse
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import *  # noqa: F401,F403
-from .results import *  # noqa: F401,F403
+from .common import ROOT, WorkbookError, build, configure, progress_bar, require_build
+from .course import load_course
+from .hints import definition, hints_for, wrap
+from .results import (Outcome, build_target, first_error, last_edit, load_outcome,
+                      own_warnings, read_progress, record_progress, run_checks, save_outcome,
+                      syntax_warnings)
+from .screen import _first, check_screen, compile_error_screen, heading, next_chapter_lines
 
-# ---- verbs ----------------------------------------------------------------------------------
-
-
-def cmd_use(args):
-    build_dir = Path(args.build_dir)
-    if not (build_dir / "CMakeCache.txt").exists():
-        raise WorkbookError(f"{build_dir} is not configured yet: run `cmake --preset student` first")
-    labels = chapters_of(build_dir)
-    current = cache_value(build_dir, "WB_REFERENCE") or "none"
-    selected = labels[:] if current.lower() == "all" else [
-        chapter_label(c, labels) for c in current.split(";") if c and c.lower() != "none"]
-    targets = labels if args.chapter == "all" else [chapter_label(args.chapter, labels)]
-    for label in targets:
-        if args.kind == "reference" and label not in selected:
-            selected.append(label)
-        if args.kind == "student" and label in selected:
-            selected.remove(label)
-    value = "all" if set(selected) == set(labels) else (
-        ";".join(l for l in labels if l in selected) or "none")
-    configure(build_dir, WB_REFERENCE=value)
-    print(f"WB_REFERENCE={value}")
-    for label in labels:
-        print(f"  {label:<9} {'reference' if label in selected else 'student'}")
-    build(build_dir)
-    print(f"rebuilt {build_dir}")
+SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
 
 
+def progress_file():
+    return Path(os.environ.get("WB_PROGRESS_FILE", ROOT / ".workbook-progress.json"))
 
-# ---- learner's verbs ------------------------------------------------------------------------
+
+def learner_folders(chapter):
+    """The folders whose files are the learner's own for CHAPTER (warnings, first error)."""
+    folders = {chapter.source, f"chapters/{chapter.folder}"}
+    return sorted(f for f in folders if f)
 
 
-def cmd_status(args):
-    build_dir = require_build(args.build_dir)
-    labels = chapters_of(build_dir)
-    selected, overrides = reference_selection(build_dir, labels)
-    counts = check_counts(build_dir)
-    done = total = complete = student = 0
-    print(f"{'chapter':<9} {'source':<10} checks")
-    for label in COURSE:
-        if label not in labels:
-            print(f"{label:<9} {'-':<10} not in this build")
-            continue
-        source = "override" if label in overrides else (
-            "reference" if label in selected else "student")
-        outcome, stale = latest_results(build_dir, label)
-        n = counts.get(label, len(outcome.checks) if outcome else 0)
-        if outcome is None or not outcome.checks:
-            text = f"no results yet ({n} checks): tools/workbook check {label}"
-            passed = 0
+def check_chapter(build_dir, course, chapter, verbose=False, jobs=2):
+    """Builds CHAPTER's checks, runs them, keeps the result; returns (outcome, screen lines)."""
+    started = time.time()
+    ok, log = build_target(build_dir, chapter.target, jobs)
+    folders = learner_folders(chapter)
+    previous = load_outcome(build_dir, chapter.label)
+    if not ok:
+        where, lines = first_error(log, folders)
+        outcome = Outcome([], compiled=False, build_log=log[-20000:], time=started)
+        save_outcome(build_dir, chapter.label, outcome)
+        record_progress(chapter, outcome, progress_file())
+        screen = compile_error_screen(chapter, where, lines, verbose)
+        if verbose:
+            screen += ["", "the whole build log:"] + log.splitlines()
+        return outcome, screen
+    warnings = own_warnings(log, folders)
+    sources = [p for p in chapter.paths() if p.suffix == ".cpp"]
+    if not any(f"/{chapter.folder}/" in l and "Building CXX" in l for l in log.splitlines()):
+        # Not compiled by this build: the last warnings still hold, unless the files changed
+        # since (another build, e.g. ctest's, compiled them): then ask the compiler again.
+        if previous is not None and previous.compiled and previous.time >= last_edit(chapter):
+            warnings = previous.warnings or []
         else:
-            passed = len(outcome.passed)
-            n = max(n, len(outcome.checks))
-            text = f"{passed:3d}/{n:<3d} passed"
-            if passed == n:
-                text += "  done"
-            elif outcome.failed:
-                text += f"  first failure: {short_name(outcome.failed[0].name)[:48]}"
-            if stale:
-                text += "  (rebuilt since: run check again)"
-        print(f"{label:<9} {source:<10} {text}")
-        if source == "student":
-            student += 1
-            done += 0 if stale else passed
-            total += n
-            complete += bool(n) and passed == n and not stale
-    course_total = sum(counts.get(l, 0) for l in COURSE if l in labels) or total
-    pct = 100 * done / course_total if course_total else 0
-    taken = len([l for l in COURSE if l in labels]) - student
-    print(f"\ncourse   {progress_bar(done, course_total)} {pct:3.0f}%  {done}/{course_total} "
-          f"checks pass on your code, {complete}/{len([l for l in COURSE if l in labels])} "
-          "chapters complete" + (f", {taken} taken from the reference" if taken else ""))
-    if not student:
-        print("every chapter is the reference: `tools/workbook use N student` to work on one")
-    return 0
+            warnings = syntax_warnings(build_dir, sources, folders)
+    outcome = run_checks(build_dir, chapter.label, jobs)
+    outcome.time = started
+    outcome.warnings = warnings
+    save_outcome(build_dir, chapter.label, outcome)
+    record_progress(chapter, outcome, progress_file())
+    return outcome, check_screen(chapter, course, outcome, warnings, verbose)
+
+
+def show(lines):
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
 
 
 def cmd_check(args):
     build_dir = require_build(args.build_dir)
-    labels = chapters_of(build_dir)
-    targets = labels if args.chapter == "all" else [chapter_label(args.chapter, labels)]
-    build(build_dir, None if args.chapter == "all" else f"test_{targets[0]}")
-    outcomes, code = run_ctest(build_dir, targets, quiet=False)
-    n = sum(len(o.checks) for o in outcomes.values())
-    ok = sum(len(o.passed) for o in outcomes.values())
-    print(f"{ok}/{n} checks pass; `tools/workbook status` for the course, "
-          f"`tools/workbook hint {args.chapter}` for help with the first failure")
-    return code
+    course = load_course(build_dir)
+    if args.chapter.lower() != "all":
+        chapter = course.find(args.chapter)
+        outcome, screen = check_chapter(build_dir, course, chapter, args.verbose, args.jobs)
+        show(screen)
+        return 0 if outcome.compiled and outcome.checks and not outcome.failed else 1
+    # Every chapter: one line each, then the first chapter that fails.
+    first_bad, total, passed = None, 0, 0
+    for chapter in course.chapters:
+        outcome, screen = check_chapter(build_dir, course, chapter, False, args.jobs)
+        n, ok = len(outcome.checks), len(outcome.passed)
+        total, passed = total + n, passed + ok
+        note = ("does not compile" if not outcome.compiled else
+                "done" if n and ok == n else f"first failure: {outcome.failed[0].title}"
+                if outcome.failed else "no checks")
+        print(f"{chapter.label:<9} {SOURCE_WORD.get(chapter.kind, chapter.kind):<10} "
+              f"{ok:3d}/{n:<3d} {note}"[:110], flush=True)
+        if first_bad is None and (not outcome.compiled or outcome.failed):
+            first_bad = chapter
+    print(f"\n{passed}/{total} checks pass  {progress_bar(passed, total)}")
+    if first_bad:
+        print(f"next: `tools/workbook check {first_bad.number}` shows its first failure in full")
+    return 0 if first_bad is None else 1
+
+
+def wait_for_save(paths, since, interval=0.3):
+    """Returns the first of PATHS saved after SINCE (polling: no extra module needed)."""
+    while True:
+        for path in paths:
+            try:
+                if path.stat().st_mtime > since:
+                    return path
+            except OSError:
+                continue
+        time.sleep(interval)
+
+
+def cmd_watch(args):
+    build_dir = require_build(args.build_dir)
+    course = load_course(build_dir)
+    chapter = course.find(args.chapter) if args.chapter else current_chapter(course, build_dir)
+    if chapter is None:
+        print("every chapter passes: nothing to watch (`tools/workbook status`)")
+        return 0
+    tty = sys.stdout.isatty()
+    reason = "start"
+    try:
+        while True:
+            since = time.time()
+            if tty:
+                sys.stdout.write("\033[H\033[2J")
+            print(f"── {time.strftime('%H:%M:%S')} check {chapter.number} ({reason}) ──",
+                  flush=True)
+            outcome, screen = check_chapter(build_dir, course, chapter, False, args.jobs)
+            show(screen)
+            if outcome.compiled and outcome.checks and not outcome.failed:
+                following = course.after(chapter.label)
+                if following is None:
+                    print("\nthe whole course passes. Well done.")
+                    return 0
+                chapter = following
+                print(f"\nwatching {chapter.label} now ({heading(chapter)}): save one of its "
+                      "files to check it; Ctrl-C to stop", flush=True)
+            else:
+                names = ", ".join(p.name for p in chapter.paths() if p.suffix == ".cpp")
+                print(f"\nwatching {names}: save to check again; Ctrl-C to stop", flush=True)
+            saved = wait_for_save(chapter.paths(), since)
+            time.sleep(0.2)  # an editor may write a file in several steps
+            reason = f"{saved.name} saved"
+    except KeyboardInterrupt:
+        print("\nwatch stopped.")
+        return 0
+
+
+def stale(chapter, record):
+    """Why a recorded result no longer describes the learner's code, or ''."""
+    if record.get("kind") != chapter.kind:
+        return f"recorded on the {SOURCE_WORD.get(record.get('kind'), record.get('kind'))}"
+    if last_edit(chapter) > record.get("time", 0):
+        return "edited since"
+    return ""
+
+
+def current_chapter(course, build_dir):
+    """The learner's chapter: the first of theirs (a stub) not yet recorded as passing."""
+    progress = read_progress(progress_file()).get("chapters", {})
+    for chapter in course.chapters:
+        if chapter.kind != "stub":
+            continue
+        record = progress.get(chapter.label)
+        if not record or stale(chapter, record) or not record.get("total") or \
+                record.get("passed") != record.get("total"):
+            return chapter
+    return None
+
+
+def cmd_next(args):
+    build_dir = require_build(args.build_dir)
+    course = load_course(build_dir)
+    chapter = current_chapter(course, build_dir)
+    if chapter is None:
+        print("every chapter of yours passes (`tools/workbook status` shows them)")
+        return 0
+    print(f"next: {heading(chapter)}")
+    print(f"  guide: {chapter.guide}")
+    print(f"  your files: {', '.join(f for f in chapter.files)}")
+    outcome = load_outcome(build_dir, chapter.label)
+    if outcome and outcome.compiled and outcome.failed:
+        first = _first(outcome, chapter)
+        stub = first.stub
+        if stub:
+            print(f"  first function to write: wb::{stub[0]} ({stub[1]}:{stub[2]})")
+        else:
+            print(f"  first failing check: {first.title}")
+    print(f"  run: `tools/workbook check {chapter.number}` or `tools/workbook watch "
+          f"{chapter.number}`")
+    return 0
+
+
+def check_counts(build_dir):
+    """{label: number of checks} as ctest knows them (no check is run; build steps left out)."""
+    result = subprocess.run(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"],
+                            cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    counts = {}
+    try:
+        for test in json.loads(result.stdout).get("tests", []):
+            props = {p.get("name") for p in test.get("properties", [])}
+            if "FIXTURES_SETUP" in props:
+                continue
+            if test.get("name", "").endswith("(first build)"):
+                continue  # not built yet: the number of checks is not known
+            label = test.get("name", "").split(":", 1)[0].strip()
+            counts[label] = counts.get(label, 0) + 1
+    except ValueError:
+        pass
+    return counts
+
+
+def cmd_status(args):
+    build_dir = require_build(args.build_dir)
+    course = load_course(build_dir)
+    counts = check_counts(build_dir)
+    progress = read_progress(progress_file()).get("chapters", {})
+    done = total = complete = mine = 0
+    print(f"{'chapter':<9} {'source':<10} checks")
+    for chapter in course.chapters:
+        source = SOURCE_WORD.get(chapter.kind, chapter.kind)
+        record = progress.get(chapter.label)
+        n = counts.get(chapter.label, record.get("total", 0) if record else 0)
+        why = stale(chapter, record) if record else ""
+        if not record:
+            text = (f"not checked yet ({n} checks)" if n else "not checked yet") + \
+                f": tools/workbook check {chapter.number}"
+            passed = 0
+        elif not record.get("compiled", True):
+            text, passed = "does not compile", 0
+        else:
+            passed = record.get("passed", 0)
+            n = max(n, record.get("total", 0))
+            text = f"{passed:3d}/{n:<3d} passed"
+            if n and passed == n:
+                text += "  done"
+            elif record.get("first_failure"):
+                text += f"  first failure: {record['first_failure']}"
+        if why:
+            text = text[:70] + f"  (stale: {why}; check again)"
+        print(f"{chapter.label:<9} {source:<10} {text}"[:130])
+        if chapter.kind == "stub":
+            mine += 1
+            counted = 0 if why else passed
+            done += counted
+            complete += bool(n) and counted == n
+        total += n if chapter.kind == "stub" else 0
+    pct = 100 * done / total if total else 0
+    print(f"\ncourse   {progress_bar(done, total)} {pct:3.0f}%  {done}/{total} checks pass on "
+          f"your code, {complete}/{mine} of your chapters complete"
+          + (f", {len(course.chapters) - mine} taken from the reference or a folder"
+             if mine < len(course.chapters) else ""))
+    if not mine:
+        print("every chapter is the reference: `tools/workbook use N student` to work on one")
+    else:
+        chapter = current_chapter(course, build_dir)
+        if chapter:
+            print(f"next: {heading(chapter)}: `tools/workbook check {chapter.number}` "
+                  f"(guide: {chapter.guide})")
+    return 0
 
 
 def hint_state(build_dir):
-    import json
     path = Path(build_dir) / "workbook" / "hints.json"
     try:
         return path, json.loads(path.read_text())
@@ -115,45 +265,55 @@ def hint_state(build_dir):
 
 
 def cmd_hint(args):
-    import json
     if args.n is not None and args.n < 1:
         raise WorkbookError(f"hint number must be 1 or more, got {args.n}")
     build_dir = require_build(args.build_dir)
-    labels = chapters_of(build_dir)
-    label = chapter_label(args.chapter, labels)
-    outcome, stale = latest_results(build_dir, label)
-    if args.rerun or outcome is None or not outcome.checks or stale:
-        print(f"running {label}'s checks ...", flush=True)
-        build(build_dir, f"test_{label}")
-        outcome = run_ctest(build_dir, [label])[0][label]
-    if not outcome.checks:
-        raise WorkbookError(f"{label} has no checks in {build_dir}")
-    if not outcome.failed:
-        print(f"{label}: all {len(outcome.checks)} checks pass, no hint needed")
+    course = load_course(build_dir)
+    chapter = course.find(args.chapter)
+    outcome = load_outcome(build_dir, chapter.label)
+    if args.rerun or outcome is None or outcome.time < last_edit(chapter) or (
+            outcome.compiled and not outcome.checks):
+        print(f"running {chapter.label}'s checks ...", flush=True)
+        outcome, screen = check_chapter(build_dir, course, chapter, False, 2)
+    if not outcome.compiled:
+        where, lines = first_error(outcome.build_log, learner_folders(chapter))
+        show(compile_error_screen(chapter, where, lines)[:20])
         return 0
-    check = outcome.failed[0]
-    folder = folder_of(build_dir, label)
-    function, hints = hints_for(check, folder)
-    print(f"{label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; the first:")
-    print(f"  {short_name(check.name)}")
-    for line in failure_lines(check.output):
-        print(wrap(line, "    ", 110))
+    if not outcome.checks:
+        raise WorkbookError(f"{chapter.label} has no checks in {build_dir}")
+    if not outcome.failed:
+        show([f"{chapter.label}: all {len(outcome.checks)} checks pass, no hint needed"]
+             + next_chapter_lines(chapter, course))
+        return 0
+    check = _first(outcome, chapter)
+    function, hints = hints_for(check, chapter)
+    where = definition(function, chapter) if function else ""
+    print(f"{chapter.label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; "
+          f"the first: {check.title}")
     if function:
-        print(f"  function: wb::{function} (chapters/{folder}/)")
+        print(f"  your code: wb::{function}" + (f", {where}" if where else ""))
+    if check.crashed:
+        print(f"  crashed: {check.signal}")
+    elif check.failures:
+        for line in check.failures[0].text.splitlines():
+            if not line.startswith("hint: "):
+                print(f"    {line}")
     if not hints:
-        print("  no hints for this check: read the guide, chapters/" + folder + "/README.md")
+        print(f"  no hints for this check: read the guide, {chapter.guide}")
         return 0
     path, state = hint_state(build_dir)
     shown = state.get(check.name, 0)
     n = args.n if args.n is not None else shown + 1
     if n > len(hints):
-        print(f"\n  no more hints: all {len(hints)} shown "
-              f"(`tools/workbook hint {args.chapter} 1` shows the first again)")
+        print(f"\nno more hints: all {len(hints)} shown (`tools/workbook hint {chapter.number} 1`"
+              " shows the first again)")
         return 0
-    print(f"\n  hint {n} of {len(hints)}:")
-    print(wrap(hints[n - 1]))
+    print(f"\nhint {n} of {len(hints)}:")
+    own = {f.hint for f in check.failures}
+    # The check's own hint exactly as the check wrote it; the guide's words wrapped.
+    print(hints[n - 1] if hints[n - 1] in own else wrap(hints[n - 1], "", 96))
     if n < len(hints):
-        print(f"\n  (`tools/workbook hint {args.chapter}` again for hint {n + 1})")
+        print(f"\n(`tools/workbook hint {chapter.number}` again for hint {n + 1})")
     state[check.name] = max(shown, n)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -162,3 +322,16 @@ def cmd_hint(args):
     return 0
 
 
+def cmd_use(args):
+    build_dir = require_build(args.build_dir)
+    course = load_course(build_dir)
+    targets = course.chapters if args.chapter.lower() == "all" else [course.find(args.chapter)]
+    value = course.reference_value({c.label: args.kind for c in targets})
+    configure(build_dir, WB_REFERENCE=value)
+    course = load_course(build_dir)
+    print(f"WB_REFERENCE={value}")
+    for chapter in course.chapters:
+        print(f"  {chapter.label:<9} {SOURCE_WORD.get(chapter.kind, chapter.kind)}")
+    build(build_dir)
+    print(f"rebuilt {build_dir}")
+    return 0

@@ -1,33 +1,93 @@
-"""Running a chapter's checks, reading their results, and the hints for a failing check."""
+"""A chapter's checks: running them, reading Catch's XML reporter, and what a build log says.
 
-import argparse
+Results come from Catch's machine-readable XML reporter (Catch2 2.13 and 3.x both have it), so
+nothing is re-wrapped: a message is exactly what the check wrote.
+"""
+
 import json
 import os
 import re
-import shutil
+import signal
 import subprocess
-import sys
-import tempfile
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .common import *  # noqa: F401,F403
+from .common import ROOT, WorkbookError
 
-# ---- running checks -------------------------------------------------------------------------
+NOT_IMPLEMENTED = "is not implemented yet"
+STUB_RE = re.compile(r"wb::(\w+) is not implemented yet: write its body in (\S+?):(\d+)")
+SIGNALS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGFPE":
+           "arithmetic error (an integer division by zero?)", "SIGABRT": "abort",
+           "SIGILL": "illegal instruction"}
+
+
+def relative(text):
+    """Paths inside the repository, written relative to it."""
+    return str(text).replace(str(ROOT) + os.sep, "")
+
+
+@dataclass
+class Failure:
+    file: str
+    line: int
+    text: str     # the check's message, exactly as written (expected, actual, hint ...)
+
+    @property
+    def where(self):
+        return f"{self.file}:{self.line}" if self.file else ""
+
+    @property
+    def hint(self):
+        """The text after 'hint: ' in the message, or ''."""
+        m = re.search(r"(?:^|\n)hint: (.*)", self.text, re.S)
+        return m.group(1).strip() if m else ""
+
+    @property
+    def stub(self):
+        """(function, file, line) when the failure is an unwritten stub, else None."""
+        m = STUB_RE.search(self.text)
+        return (m.group(1), m.group(2), int(m.group(3))) if m else None
 
 
 @dataclass
 class Check:
-    name: str
+    name: str                    # as ctest names it: "chapter1: last_token is ..."
     passed: bool
-    output: str
+    failures: list = field(default_factory=list)
+    file: str = ""               # where the TEST_CASE is
+    line: int = 0
+    signal: str = ""             # SIGSEGV when the check crashed
+    seconds: float = 0.0
+
+    @property
+    def title(self):
+        return short_name(self.name)
+
+    @property
+    def output(self):
+        text = "\n".join(f.text for f in self.failures)
+        return text + (f"\n{self.signal}" if self.signal else "")
+
+    @property
+    def stub(self):
+        """(function, file, line) of the unwritten function this check stops at, or None."""
+        return next((f.stub for f in self.failures if f.stub), None)
+
+    @property
+    def crashed(self):
+        return bool(self.signal)
 
 
 @dataclass
 class Outcome:
     checks: list = field(default_factory=list)
+    compiled: bool = True
+    build_log: str = ""
+    time: float = 0.0
+    warnings: list = field(default_factory=list)   # the learner's own, [[lines]]
 
     @property
     def passed(self):
@@ -36,51 +96,6 @@ class Outcome:
     @property
     def failed(self):
         return [c for c in self.checks if not c.passed]
-
-
-def run_checks(build_dir, label, jobs=2):
-    """Runs the checks labelled exactly `label` and returns each one's result."""
-    with tempfile.TemporaryDirectory() as tmp:
-        junit = Path(tmp) / "junit.xml"
-        subprocess.run(["ctest", "--test-dir", str(build_dir), "-L", f"^{label}$", "-j", str(jobs),
-                        "--output-junit", str(junit)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        if not junit.exists():
-            return Outcome()
-        outcome = Outcome()
-        for case in ET.parse(junit).getroot().iter("testcase"):
-            out = case.find("system-out")
-            outcome.checks.append(Check(case.get("name", ""), case.get("status") == "run",
-                                        out.text if out is not None and out.text else ""))
-        return outcome
-
-
-
-# ---- results, kept in the build directory ---------------------------------------------------
-#
-# `check` and `grade` save each run's JUnit file under <build>/workbook/results/<label>.xml
-# (one file per chapter); `status` and `hint` read them. `hint` remembers in
-# <build>/workbook/hints.json how many hints of each check it has shown.
-
-COURSE = ["chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7",
-          "chapter8", "chapter9", "capstone"]
-
-
-def results_dir(build_dir):
-    return Path(build_dir) / "workbook" / "results"
-
-
-def parse_junit(path):
-    """The checks of one ctest JUnit file, in the order ctest ran them."""
-    outcome = Outcome()
-    for case in ET.parse(path).getroot().iter("testcase"):
-        out = case.find("system-out")
-        failure = case.find("failure")
-        text = out.text if out is not None and out.text else ""
-        if failure is not None and failure.get("message") and not text:
-            text = failure.get("message")
-        outcome.checks.append(Check(case.get("name", ""), case.get("status") == "run", text))
-    return outcome
 
 
 def label_of(test_name):
@@ -92,211 +107,356 @@ def short_name(test_name):
     return re.sub(r"^[\w-]+:\s*", "", test_name)
 
 
-def save_results(build_dir, junit):
-    """Splits one ctest JUnit file into per-chapter files under <build>/workbook/results."""
-    out_dir = results_dir(build_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    by_label = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        by_label.setdefault(label_of(case.get("name", "")), []).append(case)
-    for label, cases in by_label.items():
-        suite = ET.Element("testsuite", name=label, tests=str(len(cases)),
-                           failures=str(sum(c.get("status") != "run" for c in cases)))
-        suite.extend(cases)
-        tmp = out_dir / f".{label}.xml.tmp"
-        ET.ElementTree(suite).write(tmp, encoding="unicode")
-        os.replace(tmp, out_dir / f"{label}.xml")
-    return sorted(by_label)
+# ---- Catch's XML reporter -------------------------------------------------------------------
 
 
-def run_ctest(build_dir, labels, jobs=2, timeout=300, quiet=True):
-    """Runs the checks of `labels`, saves the per-chapter results, returns {label: Outcome}."""
-    results_dir(build_dir).mkdir(parents=True, exist_ok=True)
-    junit = results_dir(build_dir) / ".last-run.xml"
-    junit.unlink(missing_ok=True)
-    pattern = "^(" + "|".join(labels) + ")$"
-    cmd = ["ctest", "--test-dir", str(build_dir), "-L", pattern, "-j", str(jobs),
-           "--timeout", str(timeout), "--output-junit", str(junit.resolve())]
-    if not quiet:
-        cmd.append("--output-on-failure")
-    result = subprocess.run(cmd, cwd=ROOT, text=True,
-                            stdout=subprocess.DEVNULL if quiet else None,
-                            stderr=subprocess.DEVNULL if quiet else None)
-    outcomes = {label: Outcome() for label in labels}
-    if junit.exists():
-        save_results(build_dir, junit)
-        for check in parse_junit(junit).checks:
-            outcomes.setdefault(label_of(check.name), Outcome()).checks.append(check)
-    return outcomes, result.returncode
+def _text(element):
+    """An element's text as the check wrote it: the reporter indents only its first line."""
+    return relative((element.text or "").strip())
 
 
-def latest_results(build_dir, label):
-    """(Outcome, stale) of the last run of `label`, or (None, False) if it never ran."""
-    path = results_dir(build_dir) / f"{label}.xml"
-    if not path.exists():
-        return None, False
-    exe = Path(build_dir) / f"test_{label}"
-    stale = exe.exists() and exe.stat().st_mtime > path.stat().st_mtime
-    return parse_junit(path), stale
-
-
-def check_counts(build_dir):
-    """{label: number of checks} as ctest knows them (no check is run)."""
-    result = subprocess.run(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"],
-                            cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    counts = {}
-    try:
-        import json
-        for test in json.loads(result.stdout).get("tests", []):
-            counts[label_of(test.get("name", ""))] = counts.get(label_of(test.get("name", "")), 0) + 1
-    except ValueError:
-        pass
-    return counts
-
-
-
-def reference_selection(build_dir, labels):
-    """The labels compiled from solutions/ (WB_REFERENCE), and those overridden by a folder."""
-    current = cache_value(build_dir, "WB_REFERENCE") or "none"
-    if current.lower() == "all":
-        selected = set(labels)
-    else:
-        selected = set()
-        for c in current.split(";"):
-            if c and c.lower() != "none":
-                label = f"chapter{c}" if c.isdigit() else c
-                selected.add(label)
-    overrides = {l: cache_value(build_dir, f"WB_IMPL_DIR_{l}") for l in labels}
-    return selected, {l: v for l, v in overrides.items() if v}
-
-
-
-# ---- failure messages and hints -------------------------------------------------------------
-
-
-def failure_lines(output, limit=8):
-    """The key lines of a Catch2 failure: where, which function, expected vs got, the hint."""
-    lines = output.splitlines()
-    keep = []
-    for i, line in enumerate(lines):
-        if "FAILED:" not in line:
-            continue
-        where = re.sub(r"^.*?((?:tests|chapters|solutions)/\S+?):(\d+).*", r"\1:\2", line)
-        keep.append(f"at {where.rstrip(':')}")
-        previous = ""
-        for follow in lines[i + 1:]:
-            s = follow.strip()
-            if follow.startswith(("----", "====")) or "FAILED:" in follow:
-                break
-            if not s or s.startswith("{Unknown expression") or s in (
-                    "due to unexpected exception with message:", "explicitly with message:",
-                    "with expansion:"):
-                continue
-            if re.match(r"^\S+\.cpp:\d+: (passed|FAILED)", s):
-                break
-            if keep and len(previous) >= 60 and not re.match(
-                    r"(hint:|expected|actual|first mismatch|max \||message:)", s):
-                # Catch2 wraps its messages at 80 columns: join the pieces again.
-                glue = "" if re.search(r"([^ ][/-]|\.[a-z]+:)$", keep[-1]) or re.match(r"[|),.;:]", s) else " "
-                keep[-1] += glue + s
+def _failures(case):
+    """The failed assertions of one <TestCase> (any depth of sections), in order."""
+    out = []
+    for element in case.iter():
+        where = (relative(element.get("filename", "")), int(element.get("line", 0) or 0))
+        if element.tag == "Expression" and element.get("success") == "false":
+            exception = element.find("Exception")
+            fatal = element.find("FatalErrorCondition")
+            original = element.find("Original")
+            expanded = element.find("Expanded")
+            if fatal is not None:
+                continue  # reported on its own below
+            if exception is not None:
+                out.append(Failure(*where, _text(exception)))
             else:
-                keep.append(s)
-            previous = follow
-        break  # the first failure is the one to fix
-    if not keep:  # no Catch2 block (a crash, a timeout): the last lines say what happened
-        keep = [l.strip() for l in lines if l.strip()][-limit:] or ["(no output)"]
-    return keep[:limit]
+                text = _text(original) if original is not None else ""
+                text = f"{element.get('type', 'CHECK')}( {text} )"
+                if expanded is not None and _text(expanded) != _text(original):
+                    text += "\nwith expansion: " + _text(expanded)
+                out.append(Failure(*where, text))
+        elif element.tag in ("Failure", "FatalErrorCondition"):
+            out.append(Failure(*where, _text(element)))
+        elif element.tag == "Exception" and element not in [
+                e.find("Exception") for e in case.iter("Expression")]:
+            out.append(Failure(*where, _text(element)))
+    return out
 
 
-def header_functions(folder):
-    """The exercise functions a chapter declares, in header order."""
-    names = []
-    for header in sorted((ROOT / "chapters" / folder).glob("*.hpp")):
-        text = re.sub(r"//[^\n]*", "", header.read_text())
-        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", text, re.M):
-            if name not in names and name not in ("if", "for", "while", "return", "operator"):
-                names.append(name)
-    return names
+def parse_catch_xml(text, prefix=""):
+    """The checks in the text of Catch's XML reporter (2.13 or 3.x). A document cut short by a
+    crash still gives the checks that finished, and the one that was running with
+    signal='CRASHED'."""
+    checks, parser = [], ET.XMLPullParser(events=("start", "end"))
+    start = text.find("<?xml")
+    open_case = None
+    try:
+        parser.feed(text[start:] if start >= 0 else text)
+        parser.close()
+    except ET.ParseError:
+        pass
+    for event, element in parser.read_events():
+        if element.tag != "TestCase":
+            continue
+        if event == "start":
+            open_case = element
+            continue
+        open_case = None
+        result = element.find("OverallResult")
+        passed = result is not None and result.get("success") == "true"
+        failures = _failures(element)
+        fatal = next((f for f in failures if re.match(r"SIG[A-Z]+\b", f.text)), None)
+        checks.append(Check(prefix + element.get("name", ""), passed and not failures, failures,
+                            relative(element.get("filename", "")), int(element.get("line", 0)),
+                            fatal.text.split()[0] if fatal else "",
+                            float(result.get("durationInSeconds", 0) or 0)
+                            if result is not None else 0.0))
+    if open_case is not None:  # the process died inside this check
+        failures = _failures(open_case)
+        checks.append(Check(prefix + open_case.get("name", ""), False, failures,
+                            relative(open_case.get("filename", "")),
+                            int(open_case.get("line", 0)), "CRASHED"))
+    return checks
 
 
-def failing_function(check, folder):
-    """The chapter function a failing check is about: the one its message names (wb::f), else
-    the first one its name mentions."""
-    functions = header_functions(folder)
-    text = check.output
-    named = re.findall(r"wb::(\w+)", text)
-    for name in named:
-        if name in functions:
-            return name
-    title = short_name(check.name)
-    for name in sorted(functions, key=len, reverse=True):
-        if re.search(rf"\b{re.escape(name)}\b", title) or re.search(
-                rf"\b{re.escape(name.replace('_', ' '))}\b", title):
-            return name
-    return None
+# ---- running the checks ---------------------------------------------------------------------
 
 
-def guide_items(folder, heading_word, item=r"- "):
-    """The list items (bullets, or numbered items with item=r"\\d+\\. ") of the guide's sections
-    whose heading contains heading_word, in order, each joined into one line."""
-    guide = ROOT / "chapters" / folder / "README.md"
-    if not guide.exists():
+def ctest_tests(build_dir, label):
+    """[(name, command)] of the checks labelled LABEL, as ctest knows them (the build step
+    that ctest runs first is left out)."""
+    result = subprocess.run(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1",
+                             "-L", f"^{re.escape(label)}$"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        tests = json.loads(result.stdout).get("tests", [])
+    except ValueError:
         return []
-    bullets, inside, current = [], False, None
-    for line in guide.read_text().splitlines():
-        heading = re.match(r"^(#{1,6})\s+(.*)", line)
-        if heading:
-            if current:
-                bullets.append(current)
+    out = []
+    for test in tests:
+        props = {p.get("name"): p.get("value") for p in test.get("properties", [])}
+        command = test.get("command") or []
+        if "FIXTURES_SETUP" in props or len(command) < 2:
+            continue
+        # The reporter ctest uses is replaced by the XML one.
+        args, skip = [], False
+        for a in command[1:]:
+            if skip:
+                skip = False
+                continue
+            if a in ("-r", "--reporter"):
+                skip = True
+                continue
+            if a.startswith(("--reporter ", "--reporter=", "-r ")):  # Catch.cmake's one argument
+                continue
+            args.append(a)
+        out.append((test.get("name", ""), [command[0], *args]))
+    return out
+
+
+def signal_name(returncode):
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    if returncode > 128 and returncode - 128 in {s.value for s in signal.Signals}:
+        return signal.Signals(returncode - 128).name
+    return ""
+
+
+def _run_xml(command, timeout):
+    try:
+        result = subprocess.run([*command, "-r", "xml"], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, timeout=timeout)
+        return result.stdout.decode("utf-8", "replace"), result.returncode
+    except subprocess.TimeoutExpired as error:
+        out = error.stdout.decode("utf-8", "replace") if error.stdout else ""
+        return out, "TIMEOUT"
+
+
+def run_checks(build_dir, label, jobs=2, timeout=300):
+    """Runs every check of LABEL and returns an Outcome. The test program runs once; if a check
+    crashes it, the checks that had not run yet run one per process, so one crash costs one
+    check."""
+    started = time.time()
+    build_dir = Path(build_dir)
+    tests = ctest_tests(build_dir, label)
+    prefix = f"{label}: "
+    exe = build_dir / f"test_{label}"
+    if not tests:
+        return Outcome([], exe.exists(), time=started)
+    exe = Path(tests[0][1][0])
+    text, code = _run_xml([str(exe)], timeout)
+    checks = parse_catch_xml(text, prefix)
+    crashed = code == "TIMEOUT" or bool(signal_name(code)) or (
+        checks and checks[-1].signal == "CRASHED")
+    if crashed:
+        if checks and checks[-1].signal == "CRASHED":
+            checks[-1].signal = "TIMEOUT" if code == "TIMEOUT" else (signal_name(code)
+                                                                     or "SIGSEGV")
+        done = {short_name(c.name) for c in checks}
+        rest = [(name, cmd) for name, cmd in tests if short_name(name) not in done]
+
+        def one(item):
+            name, cmd = item
+            out, rc = _run_xml(cmd, timeout)
+            got = parse_catch_xml(out, prefix)
+            if not got:
+                got = [Check(name, False, [], signal="")]
+            if rc == "TIMEOUT":
+                got[-1].passed, got[-1].signal = False, "TIMEOUT"
+            elif signal_name(rc):
+                got[-1].passed, got[-1].signal = False, signal_name(rc)
+            return got
+
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            for got in pool.map(one, rest):
+                checks += got
+    # ctest's names (with the label) and course order (the checks' source order).
+    names = {short_name(n): n for n, _ in tests}
+    for c in checks:
+        c.name = names.get(short_name(c.name), c.name)
+    order = {short_name(n): i for i, (n, _) in enumerate(tests)}
+    checks.sort(key=lambda c: (c.file, c.line, order.get(short_name(c.name), 0)))
+    return Outcome(checks, True, time=started)
+
+
+# ---- results kept between runs --------------------------------------------------------------
+#
+# Each run of a chapter's checks is kept in <build>/workbook/results/<label>.json (for `hint`)
+# and summed up in .workbook-progress.json beside chapters/ (for `status` and `next`; it
+# survives deleting the build).
+
+PROGRESS = ROOT / ".workbook-progress.json"
+
+
+def results_dir(build_dir):
+    return Path(build_dir) / "workbook" / "results"
+
+
+def _write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_outcome(build_dir, label, outcome):
+    _write_json(results_dir(build_dir) / f"{label}.json", asdict(outcome))
+
+
+def load_outcome(build_dir, label):
+    path = results_dir(build_dir) / f"{label}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    checks = [Check(**{**c, "failures": [Failure(**f) for f in c["failures"]]})
+              for c in data.pop("checks", [])]
+    return Outcome(checks, **data)
+
+
+def read_progress(path=None):
+    try:
+        data = json.loads(Path(path or PROGRESS).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def record_progress(chapter, outcome, path=None):
+    """Notes the result of a run of CHAPTER's checks in the progress file."""
+    data = read_progress(path)
+    chapters = data.setdefault("chapters", {})
+    first = outcome.failed[0] if outcome.failed else None
+    chapters[chapter.label] = {
+        "time": outcome.time or time.time(), "kind": chapter.kind,
+        "passed": len(outcome.passed), "total": len(outcome.checks),
+        "compiled": outcome.compiled,
+        "first_failure": first.title if first else ""}
+    _write_json(Path(path or PROGRESS), data)
+
+
+def last_edit(chapter):
+    """The time of the learner's last save of one of CHAPTER's files (0 when none exist)."""
+    times = [p.stat().st_mtime for p in chapter.paths() if p.exists()]
+    return max(times, default=0.0)
+
+
+# ---- build logs -----------------------------------------------------------------------------
+
+DIAGNOSTIC = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? "
+                        r"(?P<kind>(?:fatal )?error|warning|note): ")
+CONTEXT = re.compile(r"^([^\s:][^:]*: )?(In file included from|In function|In member function|"
+                     r"In instantiation of|In static member function|In constructor|"
+                     r"In lambda function|In substitution of|At global scope|"
+                     r"\s*required (?:from|by)|\s*from )")
+
+
+def _blocks(log):
+    """The compiler's diagnostics in LOG, each [lines], in order: the context lines (In
+    function, In instantiation of ... required from here) belong to the error after them."""
+    blocks, current, pending = [], None, []
+    for line in log.splitlines():
+        if re.match(r"^\[\d+/\d+\] |^FAILED: |^ninja: |^/usr/bin/c\+\+ |^/usr/bin/g\+\+ |"
+                    r"^\S*(?:c\+\+|g\+\+|clang\+\+) ", line):
+            current, pending = None, []
+            continue
+        m = DIAGNOSTIC.match(line)
+        if m and m.group("kind") != "note" and not CONTEXT.match(line):
+            current = pending + [line]
+            pending = []
+            blocks.append((m.group("kind"), current))
+        elif CONTEXT.match(line) and (current is None or not line.startswith(" ")):
+            if current is not None and re.match(r"^\s*required (from|by)", line):
+                current.append(line)
+            else:
+                pending.append(line)
                 current = None
-            inside = heading_word in heading.group(2).lower()
+        elif current is not None:
+            current.append(line)
+        elif pending:
+            pending.append(line)
+    return blocks
+
+
+def _learner_line(lines, folders):
+    """The first file:line in LINES inside one of the learner's FOLDERS: where the error is, or
+    the line of theirs that instantiated it ("required from here"), before the includes."""
+    def found(line):
+        for m in re.finditer(r"((?:/[^\s:]+/)?[^\s:]+):(\d+)(?::\d+)?", line):
+            path = relative(m.group(1))
+            if any(path.startswith(f.rstrip("/") + "/") for f in folders):
+                return f"{path}:{m.group(2)}"
+        return ""
+    ranked = [l for l in lines if DIAGNOSTIC.match(l) or "required from" in l] + \
+        [l for l in lines if "In file included" not in l and not l.lstrip().startswith("from ")]
+    for line in ranked + lines:
+        where = found(line)
+        if where:
+            return where
+    return ""
+
+
+def first_error(log, folders):
+    """(where, lines) of the first compile or link error in LOG: the learner's file and line
+    (inside FOLDERS, when the error reaches them) and the error with its context and notes."""
+    for kind, lines in _blocks(log):
+        if "error" in kind:
+            return _learner_line(lines, folders), [relative(l) for l in lines]
+    link = [l for l in log.splitlines() if "undefined reference" in l or "ld returned" in l]
+    if link:
+        return _learner_line(link, folders), [relative(l) for l in link[:12]]
+    tail = [relative(l) for l in log.splitlines() if l.strip()][-12:]
+    return "", tail
+
+
+def own_warnings(log, folders):
+    """The warnings whose file is one of the learner's (library headers' warnings are not
+    theirs), each [lines]."""
+    out = []
+    for kind, lines in _blocks(log):
+        m = DIAGNOSTIC.match(lines[-1] if not DIAGNOSTIC.match(lines[0]) else lines[0])
+        head = next((l for l in lines if DIAGNOSTIC.match(l) and not CONTEXT.match(l)), "")
+        m = DIAGNOSTIC.match(head)
+        if kind == "warning" and m and any(relative(m.group("path")).startswith(f.rstrip("/") + "/")
+                                           for f in folders):
+            out.append([relative(l) for l in lines])
+    return out
+
+
+def build_target(build_dir, target, jobs=2):
+    """(ok, log) of building one target."""
+    result = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs), "--target",
+                             target], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    return result.returncode == 0, result.stdout
+
+
+def syntax_warnings(build_dir, sources, folders):
+    """The learner's warnings for SOURCES, from the compiler run with -fsyntax-only on their
+    commands in compile_commands.json (when another build, e.g. ctest's, compiled them)."""
+    import shlex
+    try:
+        entries = json.loads((Path(build_dir) / "compile_commands.json").read_text())
+    except (OSError, ValueError):
+        return []
+    wanted = {str(Path(s).resolve()) for s in sources}
+    out = []
+    for entry in entries:
+        if str(Path(entry.get("file", "")).resolve()) not in wanted:
             continue
-        if not inside:
-            continue
-        start = re.match(item, line)
-        if start:
-            if current:
-                bullets.append(current)
-            current = line[start.end():].strip()
-        elif current is not None and line.startswith("  ") and line.strip():
-            current += " " + line.strip()
-        elif current is not None and not line.strip():
-            bullets.append(current)
-            current = None
-    if current:
-        bullets.append(current)
-    return bullets
-
-
-def guide_hints(folder):
-    """The bullets of the guide's hint sections (headings containing 'hint'), in order."""
-    return guide_items(folder, "hint")
-
-
-def hints_for(check, folder):
-    """The hints for one failing check, most specific first: the guide's bullets that name the
-    function, then the check's own hint, then the chapter's other pitfalls."""
-    function = failing_function(check, folder)
-    bullets = guide_hints(folder)
-    own = [l[5:].strip() for l in failure_lines(check.output, 20) if l.startswith("hint:")]
-    if function:
-        pattern = re.compile(rf"(`{re.escape(function)}\b|\b{re.escape(function)}\()")
-        specific = [b for b in bullets if pattern.search(b)]
-        tasks = [t for t in guide_items(folder, "task", r"\d+\.\s+") if pattern.search(t)]
-    else:
-        specific, tasks = [], []
-    others = [b for b in bullets if b not in specific]
-    # An unwritten function first needs its task; a wrong one, the check's own hint.
-    first = [f"(the task) {t}" for t in tasks[:1]] if NOT_IMPLEMENTED in check.output else []
-    hints = first + specific + others
-    if not hints:  # a guide without hints: the check's own (already shown with the failure)
-        hints = [f"(from the check) {h}" for h in own[:1]]
-    return function, hints
-
-
-def wrap(text, indent="    ", width=96):
-    import textwrap
-    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent)
-
-
+        args = entry.get("arguments") or shlex.split(entry.get("command", ""))
+        cmd, skip = [], False
+        for a in args:
+            if skip:
+                skip = False
+            elif a == "-o":
+                skip = True
+            elif a not in ("-c",):
+                cmd.append(a)
+        result = subprocess.run(cmd + ["-fsyntax-only"], cwd=entry.get("directory", ROOT),
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out += own_warnings(result.stdout, folders)
+    return out

@@ -1,0 +1,148 @@
+"""Hints for a failing check: its own hint first, then the guide's words on its function."""
+
+import re
+import textwrap
+
+from .common import ROOT
+from .results import NOT_IMPLEMENTED, SIGNALS
+
+
+def markdown_to_text(text):
+    """Markdown as terminal text: `code` and **bold** lose their marks, [text](link) keeps the
+    text and the link, $x$ loses its dollars."""
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"\1", text)
+    text = re.sub(r"`([^`]+)`", r"\1", text)
+    text = re.sub(r"\$([^$]+)\$", r"\1", text)
+    text = text.replace("<br>", " ")
+    return text
+
+
+def wrap(text, indent="  ", width=96):
+    return "\n".join(textwrap.fill(part, width=width, initial_indent=indent,
+                                   subsequent_indent=indent) if part.strip() else ""
+                     for part in text.split("\n"))
+
+
+def header_functions(chapter):
+    """The exercise functions a chapter declares, in header order."""
+    names = []
+    for path in chapter.paths():
+        if path.suffix != ".hpp" or not path.exists():
+            continue
+        text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
+        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", text, re.M):
+            if name not in names and name not in ("if", "for", "while", "return", "operator"):
+                names.append(name)
+    return names
+
+
+def failing_function(check, chapter):
+    """The chapter function a failing check is about: the one its message names (wb::f), else
+    the longest one its name mentions."""
+    functions = header_functions(chapter)
+    stub = check.stub
+    if stub and stub[0] in functions:
+        return stub[0]
+    for name in re.findall(r"wb::(\w+)", check.output):
+        if name in functions:
+            return name
+    title = check.title
+    for name in sorted(functions, key=len, reverse=True):
+        if re.search(rf"\b{re.escape(name)}\b", title) or re.search(
+                rf"\b{re.escape(name.replace('_', ' '))}\b", title):
+            return name
+    return None
+
+
+def definition(function, chapter):
+    """'chapters/1-tensors/tensors.cpp:12', where the learner's FUNCTION is defined, or ''."""
+    for path in chapter.paths():
+        if path.suffix != ".cpp" or not path.exists():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.match(rf"^[A-Za-z_].*\b{re.escape(function)}\s*\(", line) and not \
+                    line.rstrip().endswith(";"):
+                return f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{number}"
+    return ""
+
+
+def guide_items(chapter, heading_word, item=r"- "):
+    """The list items (bullets, or numbered items with item=r"\\d+\\. ") of the guide's sections
+    whose heading contains heading_word, in order, each joined into one line."""
+    guide = ROOT / chapter.guide if chapter.guide else None
+    if guide is None or not guide.exists():
+        return []
+    bullets, inside, current, fence = [], False, None, False
+    for line in guide.read_text(encoding="utf-8").splitlines():
+        if line.strip().startswith("```"):
+            fence = not fence
+        heading = None if fence else re.match(r"^(#{1,6})\s+(.*)", line)
+        if heading:
+            if current:
+                bullets.append(current)
+                current = None
+            inside = heading_word in heading.group(2).lower()
+            continue
+        if not inside:
+            continue
+        start = re.match(item, line)
+        if start:
+            if current:
+                bullets.append(current)
+            current = line[start.end():].strip()
+        elif current is not None and line.startswith("  ") and line.strip():
+            current += " " + line.strip()
+        elif current is not None and not line.strip():
+            bullets.append(current)
+            current = None
+    if current:
+        bullets.append(current)
+    return bullets
+
+
+def crash_text(check):
+    what = SIGNALS.get(check.signal, check.signal.lower())
+    if check.signal == "TIMEOUT":
+        return (f"your code did not finish in check \"{check.title}\": probably a loop that "
+                "never ends (check its bounds and that the counter moves)")
+    return (f"your code crashed ({what}) in check \"{check.title}\": probably an index out of "
+            "range; check the sizes before indexing")
+
+
+CRASH_MORE = ("the student preset's index checks (WB_BOUNDS_CHECKS) cover xtensor's operator() "
+              "and at(), not views, raw pointers or data(): an index such as T - 1 with T == 0 "
+              "wraps around to a huge number and reads outside the tensor")
+
+
+def hints_for(check, chapter):
+    """(function, [hint]) for one failing check, most specific first: the check's own hint
+    (exactly as the check wrote it), or its task when the function is not written yet, or the
+    crash; then the guide's bullets that name the function; then the chapter's other pitfalls."""
+    function = failing_function(check, chapter)
+    bullets = [markdown_to_text(b) for b in guide_items(chapter, "hint") +
+               guide_items(chapter, "pitfall") if b]
+    bullets = list(dict.fromkeys(bullets))
+    tasks = [markdown_to_text(t) for t in guide_items(chapter, "task", r"\d+\.\s+")]
+    first = []
+    if check.crashed:
+        first += [crash_text(check), CRASH_MORE]
+    if NOT_IMPLEMENTED in check.output:
+        stub = check.stub
+        if function:
+            pattern = re.compile(rf"\b{re.escape(function)}\b")
+            first += [f"the task: {t}" for t in tasks if pattern.search(t)][:1]
+        if not first and stub:
+            first.append(f"write wb::{stub[0]} in {stub[1]}:{stub[2]}; its spec is the comment "
+                         "above its declaration in the chapter's header")
+    else:
+        own = list(dict.fromkeys(f.hint for f in check.failures if f.hint))
+        first += own
+    if function:
+        pattern = re.compile(rf"\b{re.escape(function)}\b")
+        specific = [b for b in bullets if pattern.search(b)]
+    else:
+        specific = []
+    others = [b for b in bullets if b not in specific]
+    return function, list(dict.fromkeys(first + specific + others))

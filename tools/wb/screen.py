@@ -1,0 +1,163 @@
+"""The one screen of `check` and `watch`: the score, the first failing check in full, a line per
+other failing check, the next step."""
+
+from .hints import crash_text, definition, failing_function, hints_for
+from .results import NOT_IMPLEMENTED
+
+WIDTH = 100
+ERROR_LINES = 50   # a compile error longer than this is cut (--verbose shows it all)
+
+
+def bar(done, total, width=30):
+    filled = int(round(width * done / total)) if total else 0
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def cut(text, width=WIDTH):
+    """One line of at most WIDTH characters (the indent kept)."""
+    indent = text[:len(text) - len(text.lstrip())]
+    text = indent + " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def para(text, indent="", more="      "):
+    import textwrap
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=more,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def heading(chapter):
+    return f"{chapter.label} · {chapter.title}" if chapter.title else chapter.label
+
+
+def _cmd(verb, chapter):
+    return f"tools/workbook {verb} {chapter.number}"
+
+
+def next_chapter_lines(chapter, course):
+    after = course.after(chapter.label)
+    if after is None:
+        return [f"{chapter.label} passes: that was the last chapter. `tools/workbook status` "
+                "shows the whole course."]
+    return [f"{chapter.label} passes. Next: {heading(after)}",
+            f"  read {after.guide}, then `{_cmd('check', after)}` (or `tools/workbook watch`)"]
+
+
+def warning_lines(warnings, verbose=False):
+    if not warnings:
+        return []
+    out = [f"warnings in your code ({len(warnings)}):"]
+    for block in warnings if verbose else warnings[:3]:
+        out += ["  " + l for l in block[:12]]
+    if len(warnings) > 3 and not verbose:
+        out.append(f"  … {len(warnings) - 3} more warnings (--verbose)")
+    return out
+
+
+def compile_error_screen(chapter, where, lines, verbose=False):
+    out = [heading(chapter), "does not compile. The first error"
+           + (f", in your code at {where}:" if where else ":")]
+    shown = lines if verbose else lines[:ERROR_LINES]
+    out += ["  " + l for l in shown]
+    if len(shown) < len(lines):
+        out.append(f"  … {len(lines) - len(shown)} more lines of this error (--verbose for the "
+                   "whole build log)")
+    out.append("")
+    out.append(f"next: fix {where or 'the line named above'} and save; then "
+               f"`{_cmd('check', chapter)}` again (or `{_cmd('watch', chapter)}`)")
+    return out
+
+
+def _first(outcome, chapter):
+    """The failing check to show in full: a crash, then a wrong answer, then a stub (the code
+    the learner wrote comes first), each group in the checks' source order."""
+    failed = outcome.failed
+    crashed = [c for c in failed if c.crashed]
+    written = [c for c in failed if NOT_IMPLEMENTED not in c.output]
+    return (crashed or written or failed)[0]
+
+
+def check_screen(chapter, course, outcome, warnings=(), verbose=False):
+    """The lines of the one screen for CHAPTER's OUTCOME."""
+    total, passed = len(outcome.checks), len(outcome.passed)
+    out = [heading(chapter), f"score: {passed}/{total} checks pass  {bar(passed, total)}"]
+    if total == 0:
+        return out + ["no checks ran: is Catch2 installed (tools/setup.sh)?"]
+    if not outcome.failed:
+        out += warning_lines(warnings, verbose)
+        return out + [""] + next_chapter_lines(chapter, course)
+
+    first = _first(outcome, chapter)
+    function = failing_function(first, chapter)
+    out.append("")
+    out.append(f"first failing check: {first.title}")
+    out.append(f"  check: {first.file}:{first.line}")
+    if first.crashed:
+        out.append("  " + crash_text(first))
+    stub = first.stub
+    if function and not stub:
+        where = definition(function, chapter)
+        out.append(f"  your code: wb::{function}" + (f", {where}" if where else ""))
+    failures = first.failures if verbose else first.failures[:1]
+    for failure in failures:
+        if failure.where and failure.where != f"{first.file}:{first.line}" and not stub:
+            out.append(f"  failed at {failure.where}:")
+        out += ["    " + l for l in failure.text.splitlines()]
+    more = len(first.failures) - len(failures)
+    if more:
+        out.append(f"  (and {more} more failed assertion{'s' * (more > 1)} in this check: "
+                   "--verbose shows them)")
+
+    others = [c for c in outcome.failed if c is not first]
+    if others:
+        out.append("")
+        out.append(f"other failing checks ({len(others)}):")
+        stubs, shown = {}, 0
+        for c in others:
+            s = c.stub
+            if s and not verbose:
+                stubs.setdefault(s[0], []).append(c)
+                continue
+            if verbose:
+                out.append(f"  ✗ {c.title}")
+                for f in c.failures:
+                    out += ["      " + l for l in f.text.splitlines()]
+                if c.crashed:
+                    out.append("      " + crash_text(c))
+                continue
+            shown += 1
+            if shown > 12:
+                continue
+            reason = ("crashed (" + c.signal + ")" if c.crashed else
+                      (c.failures[0].text.splitlines() or [""])[0] if c.failures else "failed")
+            out.append(cut(f"  ✗ {c.title}: {reason}"))
+        if shown > 12:
+            out.append(f"  … {shown - 12} more (--verbose)")
+        if stubs:
+            names = ", ".join(f"wb::{n} ({len(cs)})" for n, cs in stubs.items())
+            text = f"not written yet, {sum(len(v) for v in stubs.values())} checks: {names}"
+            out += para(text, "  ", "    ")
+
+    out.append("")
+    if stub:
+        name, path, line = stub
+        mine = any(str(p).endswith(path) for p in chapter.paths())
+        header = next((f for f in chapter.files if f.endswith(".hpp")), "")
+        if mine:
+            out += para(f"next: open {path}:{line} and write wb::{name}"
+                        + (f" (its spec is its comment in {header};" if header else " (")
+                        + f" the task is in {chapter.guide})")
+        else:
+            out += para(f"next: this check calls wb::{name} of an earlier chapter: write it in "
+                        f"{path}:{line}, or build that chapter from the reference "
+                        f"(`tools/workbook use N reference`)")
+    else:
+        _, hints = hints_for(first, chapter)
+        what = f"wb::{function}" if function else f"the code that check calls ({first.file}:{first.line})"
+        out += para(f"next: fix {what} and save"
+                    + (f"; `{_cmd('hint', chapter)}` for a hint ({len(hints)} available)"
+                       if hints else ""))
+    out.append(f"  then `{_cmd('check', chapter)}` again, or `{_cmd('watch', chapter)}` to "
+               "check on every save")
+    out += warning_lines(warnings, verbose) and [""] + warning_lines(warnings, verbose)
+    return out

@@ -1,0 +1,243 @@
+"""Reading Catch's XML reporter (2.13 and 3.x), build logs, and rendering the one screen."""
+
+import json
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from wb.common import ROOT  # noqa: E402
+from wb.course import parse_course  # noqa: E402
+from wb.hints import hints_for, markdown_to_text  # noqa: E402
+from wb.results import (Outcome, first_error, own_warnings, parse_catch_xml,  # noqa: E402
+                        signal_name)
+from wb.screen import check_screen, compile_error_screen  # noqa: E402
+
+TEST = f"{ROOT}/tests/1-tensors/test_tensors.cpp"
+
+# Catch2 2.13's XML reporter, trimmed: a stub, a numeric failure (message kept exactly, with a
+# path and a number that console wrapping used to break), a pass.
+V2 = f"""<?xml version="1.0" encoding="UTF-8"?>
+<Catch name="test_chapter1">
+  <Group name="test_chapter1">
+    <TestCase name="last_token is x[:, -1, :] and drops the T axis" tags="[indexing]" filename="{TEST}" line="53">
+      <Expression success="false" filename="{TEST}" line="61">
+        <Original>
+          {{Unknown expression after the reported line}}
+        </Original>
+        <Expanded>
+          {{Unknown expression after the reported line}}
+        </Expanded>
+        <Exception filename="{TEST}" line="61">
+          wb::last_token is not implemented yet: write its body in chapters/1-tensors/tensors.cpp:15 (the chapter's README.md explains the task)
+        </Exception>
+      </Expression>
+      <OverallResult success="false"/>
+    </TestCase>
+    <TestCase name="softmax subtracts the row maximum" tags="[softmax]" filename="{TEST}" line="300">
+      <Info>
+        x = [1000, 0]
+      </Info>
+      <Failure filename="{TEST}" line="310">
+        values differ in 3 of 6 elements (shape [1, 1, 2, 3], tolerance 1e-05 + 1e-05*|expected|)
+  first mismatch at [0, 0, 0, 2]: expected 1, actual 2.828427
+  max |actual - expected| = 0.7310586 at [0, 0, 0, 2]: expected 1, actual 0.2689414
+hint: subtract the row maximum before exp (q.shape(3) is d); see chapters/1-tensors/tensors.cpp:60
+      </Failure>
+      <Failure filename="{TEST}" line="312">
+        values differ in 1 of 6 elements
+hint: subtract the row maximum before exp (q.shape(3) is d); see chapters/1-tensors/tensors.cpp:60
+      </Failure>
+      <OverallResult success="false"/>
+    </TestCase>
+    <TestCase name="dot of two vectors" tags="[products]" filename="{TEST}" line="200">
+      <OverallResult success="true"/>
+    </TestCase>
+    <OverallResults successes="1" failures="3" expectedFailures="0"/>
+  </Group>
+  <OverallResults successes="1" failures="3" expectedFailures="0"/>
+</Catch>
+"""
+
+# Catch2 3.x: no <Group>, durations on OverallResult, a different root.
+V3 = f"""<?xml version="1.0" encoding="UTF-8"?>
+<Catch2TestRun name="test_chapter1" rng-seed="1" catch2-version="3.4.0">
+  <TestCase name="dot of two vectors" tags="[products]" filename="{TEST}" line="200">
+    <OverallResult success="true" skips="0" durationInSeconds="0.0012"/>
+  </TestCase>
+  <TestCase name="matmul of [2, 3] and [3, 4]" tags="[products]" filename="{TEST}" line="220">
+    <Expression success="false" type="CHECK" filename="{TEST}" line="225">
+      <Original>
+        y.shape(1) == 4
+      </Original>
+      <Expanded>
+        3 == 4
+      </Expanded>
+    </Expression>
+    <OverallResult success="false" skips="0" durationInSeconds="0.002"/>
+  </TestCase>
+  <OverallResults successes="1" failures="1" expectedFailures="0" skips="0"/>
+</Catch2TestRun>
+"""
+
+COURSE = parse_course(json.dumps({"reference": "none", "chapters": [
+    {"label": "chapter1", "folder": "1-tensors", "title": "Chapter 1 — Tensors",
+     "kind": "stub", "source": "chapters/1-tensors",
+     "files": ["chapters/1-tensors/tensors.cpp", "chapters/1-tensors/tensors.hpp"],
+     "guide": "chapters/1-tensors/README.md", "target": "test_chapter1"},
+    {"label": "chapter2", "folder": "2-embedding", "title": "Chapter 2 — Embedding",
+     "kind": "stub", "guide": "chapters/2-embedding/README.md", "target": "test_chapter2"}]}))
+CHAPTER = COURSE.chapters[0]
+
+
+class CatchXml(unittest.TestCase):
+    def test_v2(self):
+        checks = parse_catch_xml(V2, "chapter1: ")
+        self.assertEqual([c.passed for c in checks], [False, False, True])
+        stub, numeric, passing = checks
+        self.assertEqual(stub.name, "chapter1: last_token is x[:, -1, :] and drops the T axis")
+        self.assertEqual(stub.stub, ("last_token", "chapters/1-tensors/tensors.cpp", 15))
+        self.assertEqual((stub.file, stub.line), ("tests/1-tensors/test_tensors.cpp", 53))
+        first = numeric.failures[0]
+        # The message exactly as the check wrote it: nothing re-wrapped or re-joined.
+        self.assertIn("actual 2.828427\n", first.text)
+        self.assertIn("(q.shape(3) is d); see chapters/1-tensors/tensors.cpp:60", first.text)
+        self.assertTrue(first.text.startswith("values differ in 3 of 6"))
+        self.assertEqual(first.where, "tests/1-tensors/test_tensors.cpp:310")
+        self.assertEqual(first.hint, "subtract the row maximum before exp (q.shape(3) is d); "
+                                     "see chapters/1-tensors/tensors.cpp:60")
+        self.assertEqual(len(numeric.failures), 2)
+
+    def test_v3(self):
+        checks = parse_catch_xml(V3, "chapter1: ")
+        self.assertEqual([c.passed for c in checks], [True, False])
+        self.assertEqual(checks[1].failures[0].text, "CHECK( y.shape(1) == 4 )\n"
+                                                     "with expansion: 3 == 4")
+        self.assertAlmostEqual(checks[0].seconds, 0.0012)
+
+    def test_a_crash_cuts_the_document(self):
+        cut = V2[:V2.index('<TestCase name="dot')] + \
+            f'<TestCase name="last_token of T = 0" filename="{TEST}" line="112">\n'
+        checks = parse_catch_xml(cut, "chapter1: ")
+        self.assertEqual(len(checks), 3)
+        self.assertEqual(checks[-1].title, "last_token of T = 0")
+        self.assertEqual(checks[-1].signal, "CRASHED")
+        self.assertFalse(checks[-1].passed)
+
+    def test_signal_names(self):
+        self.assertEqual(signal_name(-11), "SIGSEGV")
+        self.assertEqual(signal_name(139), "SIGSEGV")
+        self.assertEqual(signal_name(1), "")
+
+
+LOG = f"""[1/3] Building CXX object CMakeFiles/wb_chapter1.dir/chapters/1-tensors/tensors.cpp.o
+FAILED: CMakeFiles/wb_chapter1.dir/chapters/1-tensors/tensors.cpp.o
+/usr/bin/c++ -I{ROOT}/chapters -g -c {ROOT}/chapters/1-tensors/tensors.cpp
+In file included from /usr/include/xtensor/xarray.hpp:20,
+                 from {ROOT}/chapters/1-tensors/tensors.hpp:5:
+/usr/include/xtensor/xfunction.hpp: In instantiation of 'struct xt::xfunction<float>':
+{ROOT}/chapters/1-tensors/tensors.cpp:21:23:   required from here
+/usr/include/xtensor/xfunction.hpp:99:5: error: no match for 'operator*' (operand types are 'float' and 'std::vector<float>')
+   99 |     return a * b;
+      |            ~~^~~
+/usr/include/xtensor/xoperation.hpp:40:1: note: candidate: 'template<class E1, class E2> auto xt::operator*(E1&&, E2&&)'
+/usr/include/xtensor/xoperation.hpp:88:12: error: 'constexpr' call flows off the end of the function
+ninja: build stopped: subcommand failed.
+"""
+
+WARN = f"""[1/2] Building CXX object CMakeFiles/wb_chapter1.dir/chapters/1-tensors/tensors.cpp.o
+/usr/include/xtensor/xstrides.hpp:300:10: warning: comparison of integer expressions of different signedness [-Wsign-compare]
+  300 |     if (a < b)
+{ROOT}/chapters/1-tensors/tensors.cpp: In function 'wb::Tensor2 wb::last_token(const Tensor3&)':
+{ROOT}/chapters/1-tensors/tensors.cpp:12:15: warning: unused variable 'unused' [-Wunused-variable]
+   12 |     const int unused = 0;
+      |               ^~~~~~
+[2/2] Linking CXX executable test_chapter1
+"""
+
+
+class BuildLogs(unittest.TestCase):
+    def test_first_error_whole_with_the_learners_line_first(self):
+        where, lines = first_error(LOG, ["chapters/1-tensors"])
+        self.assertEqual(where, "chapters/1-tensors/tensors.cpp:21")
+        text = "\n".join(lines)
+        self.assertIn("error: no match for 'operator*' (operand types are 'float' and "
+                      "'std::vector<float>')", text)
+        self.assertIn("required from here", text)
+        self.assertIn("note: candidate", text)
+        self.assertNotIn("flows off the end", text)   # the second error is not the first
+        self.assertNotIn(str(ROOT), text)
+        screen = compile_error_screen(CHAPTER, where, lines)
+        self.assertIn("in your code at chapters/1-tensors/tensors.cpp:21", screen[1])
+
+    def test_own_warnings_only(self):
+        warnings = own_warnings(WARN, ["chapters/1-tensors"])
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("unused variable 'unused'", "\n".join(warnings[0]))
+        self.assertEqual(own_warnings(WARN.replace("tensors.cpp:12:15: warning", "x"),
+                                      ["chapters/1-tensors"]), [])
+
+
+class Screen(unittest.TestCase):
+    def outcome(self, text):
+        return Outcome(parse_catch_xml(text, "chapter1: "))
+
+    def test_day_one(self):
+        stubs = "".join(
+            f'<TestCase name="check {i}" filename="{TEST}" line="{60 + i}"><Exception '
+            f'filename="{TEST}" line="{60 + i}">wb::f{i % 5} is not implemented yet: write its '
+            f'body in chapters/1-tensors/tensors.cpp:{i} (see)</Exception><OverallResult '
+            'success="false"/></TestCase>' for i in range(1, 40))
+        screen = check_screen(CHAPTER, COURSE, self.outcome(f"<Catch>{stubs}</Catch>"))
+        self.assertLessEqual(len(screen), 40)
+        self.assertEqual(screen[1].split()[:2], ["score:", "0/39"])
+        self.assertTrue(any(l.startswith("next: open chapters/1-tensors/tensors.cpp:1 and write "
+                                         "wb::f1") for l in screen), screen)
+
+    def test_a_wrong_answer_first_and_in_full(self):
+        screen = check_screen(CHAPTER, COURSE, self.outcome(V2))
+        text = "\n".join(screen)
+        self.assertIn("first failing check: softmax subtracts the row maximum", text)
+        self.assertIn("    hint: subtract the row maximum before exp (q.shape(3) is d)", text)
+        self.assertEqual(text.count("hint: subtract"), 1)   # said once
+        self.assertIn("(and 1 more failed assertion in this check: --verbose", text)
+        self.assertIn("not written yet, 1 checks: wb::last_token (1)", text)
+        verbose = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(V2), verbose=True))
+        self.assertIn("values differ in 1 of 6 elements", verbose)
+
+    def test_a_pass_names_the_next_chapter(self):
+        passing = (f'<Catch><TestCase name="dot" filename="{TEST}" line="1"><OverallResult '
+                   'success="true"/></TestCase></Catch>')
+        text = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(passing)))
+        self.assertIn("chapter1 passes. Next: chapter2 · Chapter 2 — Embedding", text)
+        self.assertIn("chapters/2-embedding/README.md", text)
+
+    def test_a_crash_is_named(self):
+        cut = V2[:V2.index('<TestCase name="dot')] + \
+            f'<TestCase name="last_token of T = 0" filename="{TEST}" line="112">\n'
+        outcome = self.outcome(cut)
+        outcome.checks[-1].signal = "SIGSEGV"
+        text = "\n".join(check_screen(CHAPTER, COURSE, outcome))
+        self.assertIn('your code crashed (segmentation fault) in check "last_token of T = 0":',
+                      text)
+        self.assertIn("probably an index out of range", text)
+        self.assertIn("first failing check: last_token of T = 0", text)
+
+
+class Hints(unittest.TestCase):
+    def test_markdown_becomes_text(self):
+        self.assertEqual(markdown_to_text("use `xt::view` and **never** [the guide](README.md)"),
+                         "use xt::view and never the guide (README.md)")
+        self.assertEqual(markdown_to_text("$\\sqrt{d_k}$, a*b*c"), "\\sqrt{d_k}, a*b*c")
+
+    def test_the_checks_own_hint_comes_first(self):
+        outcome = Outcome(parse_catch_xml(V2, "chapter1: "))
+        _, hints = hints_for(outcome.checks[1], CHAPTER)
+        self.assertEqual(hints[0], "subtract the row maximum before exp (q.shape(3) is d); "
+                                   "see chapters/1-tensors/tensors.cpp:60")
+        self.assertEqual(len(hints), len(set(hints)))
+
+
+if __name__ == "__main__":
+    unittest.main()
