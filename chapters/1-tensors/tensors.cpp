@@ -1,6 +1,7 @@
 // Chapter 1 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in tensors.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter1
+// Check your work with:  ctest --preset student -L chapter1  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 1  /  tools/workbook watch 1
 #include "1-tensors/tensors.hpp"
 
 #include <xtensor/xview.hpp>

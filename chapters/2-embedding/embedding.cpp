@@ -1,6 +1,7 @@
 // Chapter 2 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in embedding.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter2
+// Check your work with:  ctest --preset student -L chapter2  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 2  /  tools/workbook watch 2
 #include "2-embedding/embedding.hpp"
 
 #include <xtensor-blas/xlinalg.hpp>

@@ -1,6 +1,7 @@
 // Chapter 3 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in positions.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter3
+// Check your work with:  ctest --preset student -L chapter3  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 3  /  tools/workbook watch 3
 #include "3-positions/positions.hpp"
 
 #include <cmath>

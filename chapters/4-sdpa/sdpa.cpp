@@ -1,6 +1,7 @@
 // Chapter 4 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in sdpa.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter4
+// Check your work with:  ctest --preset student -L chapter4  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 4  /  tools/workbook watch 4
 #include "4-sdpa/sdpa.hpp"
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // Chapter 5 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in mha.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter5
+// Check your work with:  ctest --preset student -L chapter5  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 5  /  tools/workbook watch 5
 #include "5-mha/mha.hpp"
 
 #include <xtensor/xview.hpp>

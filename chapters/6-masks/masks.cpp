@@ -1,6 +1,7 @@
 // Chapter 6 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in masks.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter6
+// Check your work with:  ctest --preset student -L chapter6  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 6  /  tools/workbook watch 6
 #include "6-masks/masks.hpp"
 
 namespace wb {

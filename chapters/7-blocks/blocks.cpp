@@ -1,6 +1,7 @@
 // Chapter 7 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in blocks.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter7
+// Check your work with:  ctest --preset student -L chapter7  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 7  /  tools/workbook watch 7
 #include "7-blocks/blocks.hpp"
 
 #include <cmath>

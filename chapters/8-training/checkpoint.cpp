@@ -1,6 +1,7 @@
 // Chapter 8 — your checkpoints. Replace each WB_STUB() with the body; the file format is in
 // checkpoint.hpp, the reasons are in README.md ("Checkpoints").
-// Check your work with:  ctest --preset student -L chapter8
+// Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
 #include "8-training/checkpoint.hpp"
 
 #include <algorithm>

@@ -3,7 +3,8 @@
 // layers.hpp, the formulas are in README.md. Each function is a template over the scalar type
 // T: write it once with T, and the instantiations at the end of this file make a float and
 // a double version of it (do not remove them).
-// Check your work with:  ctest --preset student -L chapter8
+// Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
 #include "8-training/layers.hpp"
 
 #include <cmath>

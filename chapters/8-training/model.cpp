@@ -3,7 +3,8 @@
 // README.md ("The model, AdamW and checkpoints"). Each function is a template over the scalar
 // type T (float to train, double for the gradient checks): inside them T is the scalar type,
 // so call the sequence length something else (`seq`). Keep the instantiations at the end.
-// Check your work with:  ctest --preset student -L chapter8
+// Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
 #include "8-training/model.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Chapter 8 — your AdamW. Replace the WB_STUB() with the body; the spec is the comment in
 // optim.hpp, the formulas are in README.md ("AdamW"). Keep the instantiations at the end.
-// Check your work with:  ctest --preset student -L chapter8
+// Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
 #include "8-training/optim.hpp"
 
 #include <cmath>

@@ -1,7 +1,8 @@
 // Chapter 9, extra exercise — your implementation of grouped-query attention. Replace each
 // WB_STUB() with the body; the spec of every function is its comment in gqa.hpp, the ideas are
 // in README.md ("Extra: grouped-query attention").
-// Check your work with:  ctest --preset student -L chapter9
+// Check your work with:  ctest --preset student -L chapter9  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 9  /  tools/workbook watch 9
 #include "9-kv-cache/gqa.hpp"
 
 namespace wb {

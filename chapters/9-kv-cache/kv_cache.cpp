@@ -1,6 +1,7 @@
 // Chapter 9 — your implementation. Replace each WB_STUB() with the body; the spec of every
 // function is its comment in kv_cache.hpp, the ideas are in README.md.
-// Check your work with:  ctest --preset student -L chapter9
+// Check your work with:  ctest --preset student -L chapter9  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check 9  /  tools/workbook watch 9
 #include "9-kv-cache/kv_cache.hpp"
 
 namespace wb {

@@ -1,7 +1,8 @@
 // Capstone — your fast causal attention kernel on raw float buffers.
 // Replace each WB_STUB() with the body; the spec of every function is its comment in
 // attention_kernel.hpp, the formulas are in README.md.
-// Check your work with:  ctest --preset student -L capstone
+// Check your work with:  ctest --preset student -L capstone  (rebuilds what changed first;
+// `cmake --preset student` once before), or  tools/workbook check capstone  (or watch capstone)
 #include "capstone/attention_kernel.hpp"
 
 #include <algorithm>
