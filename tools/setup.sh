@@ -32,7 +32,8 @@ PACKAGES=(
   graphviz                 # diagrams in the documentation site
   libjs-mathjax            # formulas in the documentation site, offline
 )
-DOCS_PACKAGES=(chromium)                     # the site's check loads every page in a browser
+DOCS_PACKAGES=(chromium                     # the site's check loads every page in a browser
+               fonts-wqy-microhei)           # and draws the Chinese guides with a CJK font
 TORCH_PACKAGES=(python3-torch python3-numpy) # goldens and the PyTorch comparison
 
 check_only=0
