@@ -165,3 +165,22 @@ TEST_CASE("GptDecoder resets, samples like chapter 9 for a seed, and rejects bad
     WB_CHECK_THROWS(wb::ShapeError, GptDecoder(params, wrong), "2 blocks expected, 1 given",
                     "blocks");
 }
+
+TEST_CASE("generate_text_fast writes generate_text's greedy text, in pieces past T_max",
+          "[minigpt]") {
+    wb::minigpt::Model m;
+    m.tokenizer = wb::minigpt::Tokenizer::from_text("abcdefgh \n");
+    m.config = GptConfig{m.tokenizer.size(), 12, 32, 4, 2};
+    m.params = random_model(m.config, 21);
+    const wb::SamplingOptions opts{0.8f, 0, 1.0f};
+    for (const std::string prompt : {"", "ab", "hgfe dcba\nab"}) {
+        INFO("prompt '" << prompt << "'");
+        // 30 characters from a 12-token context: three pieces.
+        wb::minigpt::GenerationSpeed speed;
+        const std::string fast =
+            wb::minigpt::generate_text_fast(m, prompt, 30, opts, 3, true, &speed);
+        CHECK(fast == wb::minigpt::generate_text(m, prompt, 30, opts, 3, true));
+        CHECK(speed.tokens == 30);
+        CHECK(speed.seconds > 0);
+    }
+}

@@ -31,6 +31,7 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
+#include "capstone/minigpt/model_file.hpp"
 
 namespace wb::minigpt {
 
@@ -96,6 +97,32 @@ std::vector<std::int64_t> generate_fast(GptDecoder& decoder,
                                         const std::vector<std::int64_t>& prompt,
                                         std::size_t max_new_tokens, const SamplingOptions& options,
                                         std::uint64_t seed, bool use_greedy);
+
+/// How fast generate_text_fast ran.
+struct GenerationSpeed {
+    std::size_t tokens = 0;  ///< tokens generated
+    double seconds = 0;      ///< wall time of the generation (prefills included)
+    int threads = 1;         ///< OpenMP threads of the decoder
+    /// @return tokens per second (0 when nothing was generated)
+    double tokens_per_s() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : 0; }
+};
+
+/// generate_text (model_file.hpp) on the fast decoder: the same pieces (the prompt, then the
+/// last T_max / 2 tokens as each next piece's context), piece i drawn with seed `seed + i`;
+/// with use_greedy the same text as generate_text.
+/// @param model the model and its vocabulary
+/// @param prompt UTF-8 text of known characters; empty starts from a newline
+/// @param max_new_tokens characters to add
+/// @param options temperature, top-k, top-p
+/// @param seed fixes the draws
+/// @param use_greedy take the most likely character instead of sampling
+/// @param speed if not null, receives the tokens generated and the time taken
+/// @return the prompt followed by the generated characters
+/// @throws ValueError as generate_text
+std::string generate_text_fast(const Model& model, const std::string& prompt,
+                               std::size_t max_new_tokens, const SamplingOptions& options,
+                               std::uint64_t seed, bool use_greedy,
+                               GenerationSpeed* speed = nullptr);
 
 /// @}
 
