@@ -70,7 +70,32 @@ def rewrite_link(match, relative):
     return text  # a source file or folder: not a page of the site
 
 
+CJK = "\u2014\u2026\u201c\u201d\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+CJK_CHAR = re.compile(f"[{CJK}]")
+BLOCK_START = re.compile(r"[ \t]*(#|[-*+>|] |\d+[.)] )")
+
+
+def join_cjk_lines(text):
+    """Joins the lines of a Chinese paragraph where both sides of the break are Chinese: a
+    browser shows such a break as a space in the middle of a sentence. The paragraph's lines
+    go to its end, as empty lines, so that the lines after it do not move."""
+    blocks = re.split(r"(\n[ \t]*\n)", text)
+    for i in range(0, len(blocks), 2):
+        lines = blocks[i].split("\n")
+        out, moved = [lines[0]], 0
+        for line in lines[1:]:
+            if (not CJK_CHAR.match(line.lstrip(" \t")) or not CJK_CHAR.match(out[-1][-1:])
+                    or out[-1].lstrip().startswith("#") or BLOCK_START.match(line)):
+                out.append(line)
+            else:
+                out[-1] += line.lstrip(" \t")
+                moved += 1
+        blocks[i] = "\n".join(out) + "\n" * moved
+    return "".join(blocks)
+
+
 def convert_prose(text, relative):
+    text = join_cjk_lines(text)
     kept = []
 
     def keep(m):
