@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <regex>
 #include <sstream>
 
 namespace wbtest {
@@ -61,13 +62,66 @@ std::optional<std::string> compare(const Flat& actual, const Flat& expected, dou
     return out.str();
 }
 
+namespace {
+
+// The numbers of `text` in order, as written ("2", "0.5", "-1").
+std::vector<std::string> numbers_in(const std::string& text) {
+    static const std::regex number(R"(-?\d+(?:\.\d+)?)");
+    std::vector<std::string> out;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), number);
+         it != std::sregex_iterator(); ++it) {
+        out.push_back(it->str());
+    }
+    return out;
+}
+
+bool contains_run(const std::vector<std::string>& haystack, const std::vector<std::string>& run) {
+    if (run.empty()) return true;
+    return std::search(haystack.begin(), haystack.end(), run.begin(), run.end()) != haystack.end();
+}
+
+// True when `message` states the fact `part` in another reasonable notation: each bracketed
+// group of numbers in `part` ("[2, 4, 8]", "[0, 5)", "(2)") appears as the same numbers in the
+// same order in `message` ("[2, 4, 8]", "(2, 4, 8)", "2x4x8", "B = 2, T = 4, D = 8"), every other
+// number appears somewhere, and every name of two letters or more appears (a plural "s" aside:
+// "ids[1, 2] = 5" is named by "id 5 at [1, 2]"). Function names (with "::") must appear as written.
+bool names_in_other_notation(const std::string& message, const std::string& part) {
+    static const std::regex group(
+        R"([\[(\{]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)*\s*[\])\}])");
+    static const std::regex word(R"([A-Za-z_][A-Za-z_0-9:]*)");
+    const std::vector<std::string> said = numbers_in(message);
+    std::string rest = part;
+    std::smatch m;
+    while (std::regex_search(rest, m, group)) {
+        if (!contains_run(said, numbers_in(m.str()))) return false;
+        rest = m.prefix().str() + " " + m.suffix().str();
+    }
+    for (const std::string& n : numbers_in(rest)) {
+        if (std::find(said.begin(), said.end(), n) == said.end()) return false;
+    }
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), word);
+         it != std::sregex_iterator(); ++it) {
+        std::string w = it->str();
+        if (w.size() < 2) continue;
+        if (message.find(w) != std::string::npos) continue;
+        if (w.find("::") == std::string::npos && w.back() == 's' &&
+            message.find(w.substr(0, w.size() - 1)) != std::string::npos) {
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
 std::optional<std::string> message_names(const std::string& message,
                                          const std::vector<std::string>& parts,
                                          const std::string& hint) {
     for (const auto& part : parts) {
-        if (message.find(part) == std::string::npos) {
+        if (message.find(part) == std::string::npos && !names_in_other_notation(message, part)) {
             return "the exception was thrown, but its message should name \"" + part +
-                   "\"\n  message: " + message + "\nhint: " + hint;
+                   "\" (in this or another notation)\n  message: " + message + "\nhint: " + hint;
         }
     }
     return std::nullopt;

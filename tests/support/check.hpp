@@ -8,7 +8,8 @@
 //   WB_CHECK_THROWS(wb::ShapeError, wb::split_heads(x, 3), "hint", "split_heads", "[2, 4, 8]");
 //
 // WB_CHECK_THROWS requires the exact exception type (a stub's wb::NotImplemented never
-// satisfies it) and a message that names every string listed after the hint.
+// satisfies it) and a message that names every fact listed after the hint (see
+// message_names: any reasonable notation of the same numbers and names is accepted).
 #pragma once
 
 #include <cmath>
@@ -51,7 +52,10 @@ std::optional<std::string> compare(const Flat& actual, const Flat& expected, dou
 std::optional<std::string> compare_shape(const wb::Shape& actual, const wb::Shape& expected,
                                          const std::string& hint);
 
-/// Empty when `message` contains every string of `parts`, otherwise a report.
+/// Empty when `message` names every fact of `parts`, otherwise a report. A fact is named when
+/// the message contains it as written, or in another reasonable notation: its bracketed numbers
+/// in the same order ("[2, 4, 8]" by "(2, 4, 8)" or "B = 2, T = 4, D = 8"), its other numbers
+/// anywhere, its names of two letters or more (a plural "s" aside); function names as written.
 std::optional<std::string> message_names(const std::string& message,
                                          const std::vector<std::string>& parts,
                                          const std::string& hint);

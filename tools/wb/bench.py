@@ -1,22 +1,20 @@
-"""The bench verb: Google Benchmark's JSON, the table and the scaling chart."""
+"""The bench verb: Google Benchmark's JSON, the table (median and spread of repetitions) and
+the scaling charts."""
 
-import argparse
 import json
+import math
 import os
 import re
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import ROOT, WorkbookError, cache_value, configure, run
+from .common import ROOT, WorkbookError, cache_value, configure
 from .course import any_course
-
-# ---- benchmarks -----------------------------------------------------------------------------
 
 
 @dataclass
@@ -26,14 +24,22 @@ class BenchRow:
     impl: str       # student or reference
     shape: str      # e.g. B1_H8_T1024_d64
     extra: str      # the rest of the name, e.g. threads:2
-    seconds: float  # real time per iteration
+    seconds: float  # real time per iteration: the median of the repetitions
     gflops: float = None
     extra_mib: float = None
     error: str = ""
+    samples: list = field(default_factory=list)   # seconds of each repetition
 
     @property
     def key(self):
         return (self.chapter, self.function, self.shape, self.extra)
+
+    @property
+    def spread(self):
+        """(max - min) / median of the repetitions, or None with fewer than two."""
+        if len(self.samples) < 2 or not self.seconds:
+            return None
+        return (max(self.samples) - min(self.samples)) / self.seconds
 
     def dim(self, name):
         """A number from the shape or the rest of the name: dim('T'), dim('threads')."""
@@ -46,16 +52,14 @@ UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 def parse_bench_json(text):
     """The rows of Google Benchmark's JSON whose names follow
-    <chapter>/<function>/<student|reference>/<shape>[/...]."""
-    import json
+    <chapter>/<function>/<student|reference>/<shape>[/...], one per benchmark: the median of
+    its repetitions (or the median/mean aggregate when only aggregates were kept)."""
     try:
         data = json.loads(text)
     except ValueError as error:
         raise WorkbookError(f"benchmark output is not JSON: {error}")
-    rows, skipped = [], 0
+    runs, aggregates, skipped, order = {}, {}, 0, []
     for b in data.get("benchmarks", []):
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "mean":
-            continue
         name = b.get("run_name") or b.get("name", "")
         # Google Benchmark appends its own options to a name (/real_time, /iterations:N …):
         # they are not part of what is measured, so student and reference rows still pair.
@@ -64,12 +68,41 @@ def parse_bench_json(text):
         if len(parts) < 4 or parts[2] not in ("student", "reference"):
             skipped += 1
             continue
-        unit = UNITS.get(b.get("time_unit", "ns"), 1e-9)
+        key = tuple(parts)
+        if key not in order:
+            order.append(key)
+        if b.get("run_type") == "aggregate":
+            aggregates.setdefault(key, {})[b.get("aggregate_name")] = b
+        else:
+            runs.setdefault(key, []).append(b)
+    rows = []
+    for parts in order:
+        found = runs.get(parts) or []
+        if not found:
+            agg = aggregates.get(parts, {})
+            found = [agg.get("median") or agg.get("mean")] if agg else []
+            found = [f for f in found if f]
+        if not found:
+            continue
+        unit = UNITS.get(found[0].get("time_unit", "ns"), 1e-9)
+        samples = [float(b.get("real_time", 0.0)) * unit for b in found]
+        rates = [b.get("GFLOPs") for b in found if b.get("GFLOPs") is not None]
+        error = next((b.get("error_message", "") for b in found if b.get("error_occurred")), "")
         rows.append(BenchRow(parts[0], parts[1], parts[2], parts[3], "/".join(parts[4:]),
-                             float(b.get("real_time", 0.0)) * unit,
-                             b.get("GFLOPs"), b.get("extra_MiB"),
-                             b.get("error_message", "") if b.get("error_occurred") else ""))
+                             statistics.median(samples), statistics.median(rates) if rates else None,
+                             found[0].get("extra_MiB"), error, samples if len(samples) > 1 else []))
     return rows, skipped
+
+
+def fmt_time(r):
+    if r is None:
+        return "-"
+    if r.error:
+        return "error"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if r.seconds >= scale or unit == "ns":
+            text = f"{r.seconds / scale:.3g} {unit}"
+            return text + (f" ±{100 * r.spread / 2:.0f}%" if r.spread is not None else "")
 
 
 def bench_table(rows):
@@ -77,34 +110,32 @@ def bench_table(rows):
     for r in rows:
         pairs.setdefault(r.key, {})[r.impl] = r
     width = max([len("/".join(k for k in key if k)) for key in pairs] + [9])
-    lines = [f"{'benchmark':<{width}} {'student':>11} {'reference':>11} {'ratio':>7}  "
+    lines = [f"{'benchmark':<{width}} {'yours':>14} {'reference':>14} {'ratio':>7}  "
              f"{'GFLOP/s (yours/ref)':>20}"]
-
-    def fmt_time(r):
-        if r is None:
-            return "-"
-        if r.error:
-            return "error"
-        for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-            if r.seconds >= scale or unit == "ns":
-                return f"{r.seconds / scale:.3g} {unit}"
 
     def fmt_rate(r):
         return "-" if r is None or r.gflops is None or r.error else f"{r.gflops:.3g}"
 
-    notes = []
     for key, pair in pairs.items():
         s, ref = pair.get("student"), pair.get("reference")
         name = "/".join(k for k in key if k)
         ratio = (f"{s.seconds / ref.seconds:.2f}x" if s and ref and not s.error and not ref.error
                  and ref.seconds > 0 else "-")
-        lines.append(f"{name:<{width}} {fmt_time(s):>11} {fmt_time(ref):>11} {ratio:>7}  "
+        lines.append(f"{name:<{width}} {fmt_time(s):>14} {fmt_time(ref):>14} {ratio:>7}  "
                      f"{fmt_rate(s) + ' / ' + fmt_rate(ref):>20}")
-        for r in (s, ref):
-            if r and r.error:
-                notes.append(f"  {name} ({r.impl}): {r.error}")
-    lines.append("ratio = your time / the reference's time (below 1: yours is faster)")
-    return lines + notes
+    lines.append("times: the median of the repetitions ± half their range; ratio = your time / "
+                 "the reference's (below 1: yours is faster)")
+    return lines
+
+
+def student_errors(rows):
+    """{message: count} of the learner's benchmarks that stopped with an error (a stub, a
+    wrong result)."""
+    out = {}
+    for r in rows:
+        if r.impl == "student" and r.error:
+            out[r.error] = out.get(r.error, 0) + 1
+    return out
 
 
 def svg_escape(text):
@@ -131,8 +162,9 @@ def nice_ticks(lo, hi):
     return ticks
 
 
-def write_line_chart(path, title, x_label, y_label, series):
-    """The SVG line chart of workbook/svg.hpp (same layout and palette), from Python."""
+def write_line_chart(path, title, x_label, y_label, series, x_ticks=None, note=""):
+    """The SVG line chart of workbook/svg.hpp (same layout and palette), from Python. X_TICKS
+    (e.g. the measured sizes) replaces the round ticks; NOTE is a line under the title."""
     palette = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442",
                "#000000"]
     if not series:
@@ -147,7 +179,7 @@ def write_line_chart(path, title, x_label, y_label, series):
         x0, x1 = x0 - 1, x1 + 1
     if y1 == y0:
         y1 = y0 + 1
-    xt, yt = nice_ticks(x0, x1), nice_ticks(y0, y1)
+    xt, yt = (sorted(set(x_ticks)) if x_ticks else nice_ticks(x0, x1)), nice_ticks(y0, y1)
     x0, x1, y0, y1 = min(x0, xt[0]), max(x1, xt[-1]), min(y0, yt[0]), max(y1, yt[-1])
     # The legend's column is as wide as its longest name (about 7 px per character).
     longest = max((len(name) for name, _ in series), default=0)
@@ -170,6 +202,8 @@ def write_line_chart(path, title, x_label, y_label, series):
            f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
            '<rect width="100%" height="100%" fill="white"/>',
            text(W / 2, 22, title, extra='font-size="15" font-weight="bold"')]
+    if note:
+        out.append(text(W / 2, 36, note, extra='font-size="11" fill="#555"'))
     for t in xt:
         out.append(f'<line x1="{svg_num(px(t))}" y1="{top}" x2="{svg_num(px(t))}" '
                    f'y2="{top + ph}" stroke="#e5e5e5"/>')
@@ -206,30 +240,71 @@ def write_line_chart(path, title, x_label, y_label, series):
         raise WorkbookError(f"cannot write {path}: {error.strerror}")
 
 
-def scaling_series(rows):
-    """(x label, [(name, [(x, y)])]): GFLOP/s (or time) against T if T varies, else threads."""
-    rows = [r for r in rows if not r.error]
+def scaling_charts(rows):
+    """[(family, x label, y label, series, measured xs, note)]: one chart per shape family
+    (the settings other than the axis), GFLOP/s (or ms) against T if T varies, else threads;
+    the learner's line beside the reference's, and a note when the learner has none."""
+    good = [r for r in rows if not r.error]
     axis = next((d for d in ("T", "threads")
-                 if len({r.dim(d) for r in rows if r.dim(d) is not None}) > 1), None)
+                 if len({r.dim(d) for r in good if r.dim(d) is not None}) > 1), None)
     if axis is None:
         raise WorkbookError("the benchmarks vary neither T nor threads: nothing to chart")
-    use_rate = all(r.gflops is not None for r in rows)
-    def others(r):  # the name's settings other than the axis, e.g. ['B1', 'H8', 'threads:2']
-        rest = re.sub(rf"(?:^|[_/]){axis}[:=]?\d+", "", f"{r.shape}/{r.extra}")
-        return [t for t in re.split(r"[_/]+", rest) if t]
-    common = set.intersection(*(set(others(r)) for r in rows)) if rows else set()
-    groups = {}
+    use_rate = all(r.gflops is not None for r in good)
+
+    def family(r):  # the name's settings other than the axis, e.g. 'B1_H8_d64/threads:2'
+        rest = re.sub(rf"(?:^|(?<=[_/])){axis}[:=]?\d+(?:[_/]|$)", "", f"{r.shape}/{r.extra}")
+        return re.sub(r"[_/]+$", "", re.sub(r"^[_/]+", "", rest))
+
+    families = {}
     for r in rows:
-        x = r.dim(axis)
-        if x is None:
+        if r.dim(axis) is not None:
+            families.setdefault(family(r), []).append(r)
+    charts = []
+    for fam, members in families.items():
+        groups = {}
+        for r in members:
+            if r.error:
+                continue
+            name = f"{r.function} {'yours' if r.impl == 'student' else 'reference'}"
+            groups.setdefault(name, []).append((r.dim(axis), r.gflops if use_rate
+                                                else r.seconds * 1e3))
+        if not groups:
             continue
-        # A line per function, implementation and setting that varies (the shared ones are
-        # left out of the legend).
-        name = " ".join([r.function, "yours" if r.impl == "student" else "reference"]
-                        + [t for t in others(r) if t not in common])
-        groups.setdefault(name, []).append((x, r.gflops if use_rate else r.seconds * 1e3))
-    series = sorted(groups.items(), key=lambda item: item[0])
-    return ("T (tokens)" if axis == "T" else "threads"), ("GFLOP/s" if use_rate else "ms"), series
+        broken = sorted({r.function for r in members if r.impl == "student" and r.error})
+        mine = any(r.impl == "student" and not r.error for r in members)
+        note = ""
+        if broken:
+            note = ("no line of yours for " + ", ".join(broken) + ": "
+                    + next(r.error for r in members if r.impl == "student" and r.error)[:90])
+        elif not mine:
+            note = "no benchmark of yours in this family: only the reference is drawn"
+        xs = sorted({r.dim(axis) for r in members})
+        charts.append((fam, "T (tokens)" if axis == "T" else "threads",
+                       "GFLOP/s" if use_rate else "ms", sorted(groups.items()), xs, note))
+    return charts
+
+
+def build_with_progress(build_dir, targets):
+    """Builds TARGETS, showing Ninja's [n/m] progress (one updating line on a terminal, a line
+    every few seconds otherwise); the log of a failed build is shown whole."""
+    cmd = ["cmake", "--build", str(build_dir), "-j", "2", "--target", *targets]
+    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    log, last, tty = [], 0.0, sys.stdout.isatty()
+    for line in proc.stdout:
+        log.append(line)
+        m = re.match(r"^\[(\d+)/(\d+)\] (.*)", line)
+        if m and (tty or time.time() - last > 5 or m.group(1) == m.group(2)):
+            last = time.time()
+            what = m.group(3).split("/")[-1][:60]
+            msg = f"building [{m.group(1)}/{m.group(2)}] {what}"
+            print(("\r" + msg.ljust(90)) if tty else msg, end="" if tty else "\n", flush=True)
+    code = proc.wait()
+    if tty:
+        print()
+    if code != 0:
+        sys.stdout.write("".join(log[-200:]))
+        raise WorkbookError(f"the benchmarks do not build ({code}): {' '.join(cmd)}")
 
 
 def cmd_bench(args):
@@ -249,6 +324,8 @@ def cmd_bench(args):
         re.compile(pattern)
     except re.error as error:
         raise WorkbookError(f"--filter {pattern}: not a regular expression ({error})")
+    if args.repetitions < 1:
+        raise WorkbookError(f"--repetitions must be 1 or more, got {args.repetitions}")
     if args.from_json:
         try:
             text = Path(args.from_json).read_text()
@@ -260,18 +337,19 @@ def cmd_bench(args):
             configure(build_dir, WB_BUILD_BENCH="ON", CMAKE_BUILD_TYPE="Release")
         elif cache_value(build_dir, "WB_BUILD_BENCH") not in ("ON", "TRUE", "1"):
             configure(build_dir, WB_BUILD_BENCH="ON")
-        run(["cmake", "--build", str(build_dir), "-j", "2", "--target", "bench_workbook",
-             "train_step"])
+        build_with_progress(build_dir, ["bench_workbook", "train_step"])
         exe = build_dir / "bench" / "bench_workbook"
         if not exe.exists():
             raise WorkbookError(f"{exe} was not built (is Google Benchmark installed?)")
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "bench.json"
             cmd = [str(exe), f"--benchmark_filter={pattern}", f"--benchmark_out={out}",
-                   "--benchmark_out_format=json"]
+                   "--benchmark_out_format=json",
+                   f"--benchmark_repetitions={args.repetitions}"]
             if args.min_time:
                 cmd.append(f"--benchmark_min_time={args.min_time}")
-            print(f"running {exe.name} --benchmark_filter={pattern} ...", flush=True)
+            print(f"running {exe.name} --benchmark_filter={pattern}, {args.repetitions} "
+                  "repetitions ...", flush=True)
             result = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
             if "Failed to match any benchmarks" in result.stdout:
@@ -294,13 +372,25 @@ def cmd_bench(args):
         raise WorkbookError("no benchmark matched: names must look like "
                             "<chapter>/<function>/<student|reference>/<shape>"
                             + (f" ({skipped} other rows ignored)" if skipped else ""))
-    for line in bench_table(rows):
-        print(line)
+    errors = student_errors(rows)
+    if errors and all(r.error for r in rows if r.impl == "student"):
+        # A stub (or a wrong kernel) everywhere: one line per reason, not a table of errors.
+        for message, n in errors.items():
+            print(f"yours: {message} ({n} benchmark{'s' * (n > 1)})")
+    else:
+        for line in bench_table(rows):
+            print(line)
+        for message, n in errors.items():
+            print(f"yours: {message} ({n} benchmark{'s' * (n > 1)})")
     if args.svg:
-        x_label, y_label, series = scaling_series(rows)
-        write_line_chart(args.svg, f"{y_label} against {x_label.split()[0]}: yours and the "
-                         "reference", x_label, y_label, series)
-        print(f"wrote {args.svg}")
-    return 0
-
-
+        charts = scaling_charts(rows)
+        if not charts:
+            raise WorkbookError("nothing to draw: every benchmark stopped with an error")
+        path = Path(args.svg)
+        for fam, x_label, y_label, series, xs, note in charts:
+            target = path if len(charts) == 1 else path.with_name(
+                f"{path.stem}-{re.sub(r'[^A-Za-z0-9]+', '-', fam).strip('-') or 'all'}{path.suffix}")
+            title = f"{y_label} against {x_label.split()[0]}" + (f", {fam}" if fam else "")
+            write_line_chart(target, title, x_label, y_label, series, xs, note)
+            print(f"wrote {target}" + (f" ({note})" if note else ""))
+    return 1 if errors else 0

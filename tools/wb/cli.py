@@ -87,10 +87,14 @@ def main(argv=None):
     p = verbs.add_parser("bench", help="time your kernels against the reference",
                          description="Builds bench_workbook and train_step, runs the benchmarks "
                          "of TARGET (a chapter, `kernel` for the capstone kernel, or all) and "
-                         "prints your time, the reference's and their ratio.")
+                         "prints your time, the reference's and their ratio (the median of "
+                         "--repetitions runs). Exit status 1 when a benchmark of yours stops with "
+                         "an error (a stub, a wrong result).")
     p.add_argument("target", nargs="?", help="3, chapter3, capstone, kernel or all (default)")
     p.add_argument("--filter", help="a --benchmark_filter regex instead of TARGET")
     p.add_argument("--min-time", help="--benchmark_min_time, e.g. 0.05")
+    p.add_argument("--repetitions", type=int, default=3, help="runs of each benchmark; the "
+                   "table shows their median and spread (default 3)")
     p.add_argument("--json", metavar="FILE", help="keep Google Benchmark's JSON output")
     p.add_argument("--svg", metavar="FILE", help="write the scaling chart (GFLOP/s against T "
                    "or threads)")
@@ -107,6 +111,8 @@ def main(argv=None):
     p = verbs.add_parser("mutants", help="prove each catalogued mistake is caught")
     p.add_argument("--only", nargs="*", help="chapters to test (default: all)")
     p.add_argument("--list", action="store_true", help="list the catalogue and stop")
+    p.add_argument("--signatures", metavar="FILE", help="also write the checks each mutant "
+                   "fails (tools/mutants/signatures.json lets `check` name a known mistake)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "mutants"))
     p.set_defaults(func=cmd_mutants)
 

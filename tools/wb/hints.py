@@ -116,7 +116,7 @@ CRASH_MORE = ("the student preset's index checks (WB_BOUNDS_CHECKS) cover xtenso
               "wraps around to a huge number and reads outside the tensor")
 
 
-def hints_for(check, chapter):
+def hints_for(check, chapter, mistake=None):
     """(function, [hint]) for one failing check, most specific first: the check's own hint
     (exactly as the check wrote it), or its task when the function is not written yet, or the
     crash; then the guide's bullets that name the function; then the chapter's other pitfalls."""
@@ -125,7 +125,7 @@ def hints_for(check, chapter):
                guide_items(chapter, "pitfall") if b]
     bullets = list(dict.fromkeys(bullets))
     tasks = [markdown_to_text(t) for t in guide_items(chapter, "task", r"\d+\.\s+")]
-    first = []
+    first = [f"a known mistake fails exactly these checks: {mistake}"] if mistake else []
     if check.crashed:
         first += [crash_text(check), CRASH_MORE]
     if NOT_IMPLEMENTED in check.output:

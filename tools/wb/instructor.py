@@ -107,6 +107,20 @@ def parse_catalogue(path):
     return mutants
 
 
+def write_signatures(path, signatures, labels):
+    """Keeps, for every caught mutant, the checks it fails: the chapters run now replace their
+    entries, the others' stay."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = {}
+    kept = {k: v for k, v in old.items() if v.get("label") not in labels}
+    kept.update(signatures)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(sorted(kept.items())), indent=1, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
 def cmd_mutants(args):
     build_dir = Path(args.build_dir)
     catalogue = []
@@ -127,6 +141,7 @@ def cmd_mutants(args):
     wanted = {course.find(c).label for c in args.only} if args.only else set(labels)
     scratch = build_dir / "mutant-src"
     counts = {"CAUGHT": 0, "SURVIVED": 0, "BROKEN": 0}
+    signatures = {}  # mutant: the checks it fails (for `check` to recognise a known mistake)
     for label in labels:
         folder = course.get(label).folder
         mutants = [m for m in catalogue if m.folder == folder]
@@ -163,6 +178,8 @@ def cmd_mutants(args):
             else:
                 outcome = run_checks(build_dir, label)
                 if outcome.failed:
+                    signatures[m.name] = {"label": label, "mistake": m.mistake,
+                                          "failing": sorted(c.title for c in outcome.failed)}
                     verdict = "CAUGHT"
                     detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
                               + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))
@@ -174,6 +191,9 @@ def cmd_mutants(args):
                   flush=True)
         configure(build_dir, **{f"WB_IMPL_DIR_{label}": None})
         shutil.rmtree(work, ignore_errors=True)
+    if args.signatures:
+        write_signatures(Path(args.signatures), signatures, wanted)
+        print(f"wrote {args.signatures}")
     total = sum(counts.values())
     print(f"{counts['CAUGHT']}/{total} mutants caught, {counts['SURVIVED']} survived, "
           f"{counts['BROKEN']} broken")

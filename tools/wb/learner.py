@@ -13,7 +13,8 @@ from .hints import definition, hints_for, wrap
 from .results import (Outcome, build_target, first_error, last_edit, load_outcome,
                       own_warnings, read_progress, record_progress, run_checks, save_outcome,
                       syntax_warnings)
-from .screen import _first, check_screen, compile_error_screen, heading, next_chapter_lines
+from .screen import (_first, check_screen, compile_error_screen, heading, known_mistake,
+                     next_chapter_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
 
@@ -286,7 +287,7 @@ def cmd_hint(args):
              + next_chapter_lines(chapter, course))
         return 0
     check = _first(outcome, chapter)
-    function, hints = hints_for(check, chapter)
+    function, hints = hints_for(check, chapter, known_mistake(chapter, outcome))
     where = definition(function, chapter) if function else ""
     print(f"{chapter.label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; "
           f"the first: {check.title}")

@@ -1,6 +1,9 @@
 """The one screen of `check` and `watch`: the score, the first failing check in full, a line per
 other failing check, the next step."""
 
+from pathlib import Path
+
+from .common import ROOT
 from .hints import crash_text, definition, failing_function, hints_for
 from .results import NOT_IMPLEMENTED
 
@@ -77,6 +80,32 @@ def _first(outcome, chapter):
     return (crashed or written or failed)[0]
 
 
+SIGNATURES = ROOT / "tools" / "mutants" / "signatures.json"
+
+
+def known_mistake(chapter, outcome, path=SIGNATURES):
+    """The catalogued mistake (tools/mutants/) whose failing checks are the learner's, or None:
+    the checks it fails are the same as those failing now (at least 80 % in common), and none of
+    the learner's failures is an unwritten function."""
+    import json
+    failing = {c.title for c in outcome.failed}
+    if not failing or any(c.stub for c in outcome.failed):
+        return None
+    try:
+        signatures = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    best, score = None, 0.0
+    for name, sig in signatures.items():
+        if sig.get("label") != chapter.label:
+            continue
+        theirs = set(sig.get("failing", []))
+        jaccard = len(theirs & failing) / len(theirs | failing) if theirs | failing else 0
+        if jaccard > score:
+            best, score = sig, jaccard
+    return best.get("mistake") if best and score >= 0.8 else None
+
+
 def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     """The lines of the one screen for CHAPTER's OUTCOME."""
     total, passed = len(outcome.checks), len(outcome.passed)
@@ -89,7 +118,11 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
 
     first = _first(outcome, chapter)
     function = failing_function(first, chapter)
+    mistake = known_mistake(chapter, outcome)
     out.append("")
+    if mistake:
+        out += para(f"likely mistake (these {len(outcome.failed)} checks fail together for a "
+                    f"known one): {mistake}", "", "  ")
     out.append(f"first failing check: {first.title}")
     out.append(f"  check: {first.file}:{first.line}")
     if first.crashed:

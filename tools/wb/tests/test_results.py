@@ -241,3 +241,26 @@ class Hints(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KnownMistakes(unittest.TestCase):
+    def test_a_failing_set_like_a_mutants_names_its_mistake(self):
+        import tempfile
+        from wb.screen import known_mistake
+        doc = "".join(
+            f'<TestCase name="c{i}" filename="{TEST}" line="{i}"><Failure filename="{TEST}" '
+            f'line="{i}">values differ</Failure><OverallResult success="false"/></TestCase>'
+            for i in range(5))
+        outcome = Outcome(parse_catch_xml(f"<Catch>{doc}</Catch>", "chapter1: "))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "signatures.json"
+            path.write_text(json.dumps({
+                "zero-after-softmax": {"label": "chapter1", "mistake": "zeroes after the softmax",
+                                       "failing": [f"c{i}" for i in range(5)]},
+                "other": {"label": "chapter1", "mistake": "something else",
+                          "failing": ["c0", "x1", "x2"]}}))
+            self.assertEqual(known_mistake(CHAPTER, outcome, path), "zeroes after the softmax")
+            outcome.checks.pop()   # 4 of 5 in common: still the same mistake
+            self.assertEqual(known_mistake(CHAPTER, outcome, path), "zeroes after the softmax")
+            outcome.checks[:] = outcome.checks[:1]
+            self.assertIsNone(known_mistake(CHAPTER, outcome, path))

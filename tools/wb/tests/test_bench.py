@@ -1,0 +1,73 @@
+"""Google Benchmark's JSON: repetitions, a stub, and the scaling chart."""
+
+import json
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from wb.bench import (bench_table, parse_bench_json, scaling_charts,  # noqa: E402
+                      student_errors, write_line_chart)
+
+
+def run(name, us, gflops=None, error=""):
+    row = {"name": name, "run_name": name, "run_type": "iteration", "real_time": us,
+           "time_unit": "us"}
+    if gflops is not None:
+        row["GFLOPs"] = gflops
+    if error:
+        row.update(error_occurred=True, error_message=error)
+    return row
+
+
+class Bench(unittest.TestCase):
+    def test_repetitions_give_median_and_spread(self):
+        name = "capstone/attention_forward/student/B1_H8_T256_d64/threads:2"
+        rows, _ = parse_bench_json(json.dumps({"benchmarks": [
+            run(name, 309.0, 1.0), run(name, 149.0, 2.0), run(name, 150.0, 2.1),
+            {"name": name + "_mean", "run_name": name, "run_type": "aggregate",
+             "aggregate_name": "mean", "real_time": 202.0, "time_unit": "us"}]}))
+        self.assertEqual(len(rows), 1)
+        self.assertAlmostEqual(rows[0].seconds, 150e-6)
+        self.assertAlmostEqual(rows[0].spread, (309 - 149) / 150)
+        self.assertIn("150 us ±53%", "\n".join(bench_table(rows)))
+
+    def test_a_stub_is_one_reason(self):
+        rows, _ = parse_bench_json(json.dumps({"benchmarks": [
+            run(f"capstone/attention_forward/student/B1_H8_T{t}_d64", 0, error="wb::attention_"
+                "forward is not implemented yet") for t in (64, 128)]}))
+        self.assertEqual(student_errors(rows),
+                         {"wb::attention_forward is not implemented yet": 2})
+
+    def test_chart_yours_beside_the_reference_per_family(self):
+        bench = []
+        for d in (32, 64):
+            for t in (256, 512, 1024):
+                bench.append(run(f"capstone/attention_forward/reference/B1_H8_T{t}_d{d}", t, 8.0))
+                if d == 64:
+                    bench.append(run(f"capstone/attention_forward/student/B1_H8_T{t}_d{d}", t, 2.0))
+                else:
+                    bench.append(run(f"capstone/attention_forward/student/B1_H8_T{t}_d{d}", 0,
+                                     error="wb::attention_forward is not implemented yet"))
+        rows, _ = parse_bench_json(json.dumps({"benchmarks": bench}))
+        charts = {c[0]: c for c in scaling_charts(rows)}
+        self.assertEqual(set(charts), {"B1_H8_d32", "B1_H8_d64"})
+        names = [n for n, _ in charts["B1_H8_d64"][3]]
+        self.assertEqual(names, ["attention_forward reference", "attention_forward yours"])
+        self.assertIn("no line of yours for attention_forward", charts["B1_H8_d32"][5])
+        self.assertEqual(charts["B1_H8_d64"][4], [256, 512, 1024])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "c.svg"
+            fam, x_label, y_label, series, xs, note = charts["B1_H8_d64"]
+            write_line_chart(path, "t", x_label, y_label, series, xs, note)
+            texts = [t.text for t in ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}text")]
+            for tick in ("256", "512", "1024"):   # ticks at the measured sizes
+                self.assertIn(tick, texts)
+            self.assertIn("attention_forward yours", texts)
+
+
+if __name__ == "__main__":
+    unittest.main()
