@@ -1,7 +1,7 @@
 // Chapter 6 in a picture: the attention weights of every head of a masked self attention,
-// written as an SVG heatmap (queries down, keys across; masked cells grey with a cross).
+// written as an SVG heatmap (query ↓, key →; masked cells grey with a cross).
 //
-//   attention_heatmap [OUT.svg]        (default: attention_heatmap.svg)
+//   attention_heatmap [OUT.svg]        (default: attention_heatmap.svg; --help for the options)
 //
 // Two sentences of different lengths share a batch; the shorter one is padded. Its weights
 // show both masks at once: no query reads a later key (causal), no query reads a <pad> key
@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "2-embedding/embedding.hpp"
 #include "3-positions/positions.hpp"
 #include "5-mha/mha.hpp"
@@ -21,7 +23,11 @@
 #include "workbook/svg.hpp"
 
 int main(int argc, char** argv) {
-    const std::string path = argc > 1 ? argv[1] : "attention_heatmap.svg";
+    CLI::App app{"Draws the attention weights of every head of a masked self attention (chapter "
+                 "6) as an SVG heatmap: query down, key across, masked cells grey."};
+    std::string path = "attention_heatmap.svg";
+    app.add_option("out", path, "the SVG file to write")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
     try {
         // A toy vocabulary; id 0 is the padding token.
         const std::vector<std::string> vocab = {"<pad>", "the", "cat", "sat", "on", "mat", "dogs", "bark", "loudly"};
@@ -48,6 +54,8 @@ int main(int argc, char** argv) {
             panel.title = "head " + std::to_string(h);
             panel.rows = panel.cols = T;
             panel.row_labels = panel.col_labels = labels;
+            panel.row_axis = "query ↓";
+            panel.col_axis = "key →";
             for (std::size_t i = 0; i < T; ++i) {
                 for (std::size_t j = 0; j < T; ++j) {
                     // A masked cell has weight exactly 0; -inf marks it as masked in the picture.

@@ -1,22 +1,19 @@
 """The instructor's verbs: verify-stubs, mutants, guides, grade."""
 
-import argparse
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .results import NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks, short_name
 from .learner import check_counts
+
 
 def cmd_verify_stubs(args):
     """Chapter by chapter: every check fails on the stub (with the not-implemented message,

@@ -13,7 +13,7 @@ from .hints import definition, hints_for, wrap
 from .results import (Outcome, build_target, first_error, last_edit, load_outcome,
                       own_warnings, read_progress, record_progress, run_checks, save_outcome,
                       syntax_warnings)
-from .screen import (_first, check_screen, compile_error_screen, heading, known_mistake,
+from .screen import (first_failure, check_screen, compile_error_screen, heading, known_mistake,
                      next_chapter_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
@@ -176,7 +176,7 @@ def cmd_next(args):
     print(f"  your files: {', '.join(f for f in chapter.files)}")
     outcome = load_outcome(build_dir, chapter.label)
     if outcome and outcome.compiled and outcome.failed:
-        first = _first(outcome, chapter)
+        first = first_failure(outcome, chapter)
         stub = first.stub
         if stub:
             print(f"  first function to write: wb::{stub[0]} ({stub[1]}:{stub[2]})")
@@ -286,7 +286,7 @@ def cmd_hint(args):
         show([f"{chapter.label}: all {len(outcome.checks)} checks pass, no hint needed"]
              + next_chapter_lines(chapter, course))
         return 0
-    check = _first(outcome, chapter)
+    check = first_failure(outcome, chapter)
     function, hints = hints_for(check, chapter, known_mistake(chapter, outcome))
     where = definition(function, chapter) if function else ""
     print(f"{chapter.label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; "

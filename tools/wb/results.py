@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .common import ROOT, WorkbookError
+from .common import ROOT
 
 NOT_IMPLEMENTED = "is not implemented yet"
 STUB_RE = re.compile(r"wb::(\w+) is not implemented yet: write its body in (\S+?):(\d+)")
@@ -417,7 +417,6 @@ def own_warnings(log, folders):
     theirs), each [lines]."""
     out = []
     for kind, lines in _blocks(log):
-        m = DIAGNOSTIC.match(lines[-1] if not DIAGNOSTIC.match(lines[0]) else lines[0])
         head = next((l for l in lines if DIAGNOSTIC.match(l) and not CONTEXT.match(l)), "")
         m = DIAGNOSTIC.match(head)
         if kind == "warning" and m and any(relative(m.group("path")).startswith(f.rstrip("/") + "/")

@@ -71,7 +71,7 @@ def compile_error_screen(chapter, where, lines, verbose=False):
     return out
 
 
-def _first(outcome, chapter):
+def first_failure(outcome, chapter):
     """The failing check to show in full: a crash, then a wrong answer, then a stub (the code
     the learner wrote comes first), each group in the checks' source order."""
     failed = outcome.failed
@@ -116,7 +116,7 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
         out += warning_lines(warnings, verbose)
         return out + [""] + next_chapter_lines(chapter, course)
 
-    first = _first(outcome, chapter)
+    first = first_failure(outcome, chapter)
     function = failing_function(first, chapter)
     mistake = known_mistake(chapter, outcome)
     out.append("")

@@ -44,6 +44,8 @@ struct Heatmap {
     std::vector<double> values;           ///< row-major, rows*cols; NaN or -inf = masked cell
     std::vector<std::string> row_labels;  ///< one per row, or empty for row numbers
     std::vector<std::string> col_labels;  ///< one per column, or empty for column numbers
+    std::string row_axis;                 ///< names the rows, e.g. "query ↓" (empty: none)
+    std::string col_axis;                 ///< names the columns, e.g. "key →" (empty: none)
 };
 
 /// Implementation details of the SVG writers.
@@ -297,7 +299,9 @@ inline void write_heatmaps(const std::string& path, const std::string& title,
         for (const std::string& label : h.col_labels) longest = std::max(longest, label.size());
     }
     longest = std::min<std::size_t>(std::max<std::size_t>(longest, 3), 16);
-    const double label_w = show_text ? 70 : 10, gap = 30, bottom = 30;
+    bool axes = false;  // a panel names its axes: room for them below and at the left
+    for (const Heatmap& h : panels) axes = axes || !h.row_axis.empty() || !h.col_axis.empty();
+    const double label_w = show_text ? 70 : 10, gap = 30, bottom = axes ? 48 : 30;
     const double top = show_text ? 62 + 3.6 * static_cast<double>(longest) : 60;
     double W = gap;
     for (const Heatmap& h : panels) W += label_w + static_cast<double>(h.cols) * cell + gap;
@@ -346,6 +350,15 @@ inline void write_heatmaps(const std::string& path, const std::string& title,
                              "transform=\"rotate(-45 " + detail::num(lx) + ' ' +
                                  detail::num(top - 6) + ")\" font-size=\"10\"");
             }
+        }
+        // The axes' names: the rows' above the row labels, the columns' below the grid.
+        if (!h.row_axis.empty()) {
+            detail::text(out, gx - 5, top - 6, h.row_axis, "end", "font-style=\"italic\"");
+        }
+        if (!h.col_axis.empty()) {
+            detail::text(out, gx + static_cast<double>(h.cols) * cell / 2,
+                         top + static_cast<double>(h.rows) * cell + 20, h.col_axis, "middle",
+                         "font-style=\"italic\"");
         }
         x = gx + static_cast<double>(h.cols) * cell + gap;
     }
