@@ -13,14 +13,20 @@ Doxygen site. Doxygen 1.9 reads some of that Markdown differently, so this filte
   - links between the guides (`README.md`, `../4-sdpa/README.zh.md`) into links to their pages,
     and links to files that are not pages into plain text (or a header's page);
   - the first heading of a guide into its page title, with a name after the chapter:
-    `chapter4_guide` and `chapter4_guide_zh` (see page_label), whatever the build path.
+    `chapter4_guide` and `chapter4_guide_zh` (see page_label), whatever the build path, and
+    the language switch above it into the page's first line;
+  - in the Chinese guides, a line break between two Chinese characters into nothing (a browser
+    would show a space in the middle of the sentence), and a code span or bold right after a
+    Chinese character gets an invisible `&zwnj;` before it (Doxygen 1.9 reads it as part of
+    the word otherwise).
 
 In a header (`*.hpp`) it removes the `inline namespace WB_IMPL {` that every chapter opens
 (and its closing brace), so that the site names `wb::sdpa`, not `wb::WB_IMPL::sdpa`.
 
 Fenced code blocks and code spans are left alone, and the number of lines is kept so that
-Doxygen's messages point at the right line.
-Usage (Doxyfile): FILTER_PATTERNS = *.md=tools/doxygen_md_filter.py *.hpp=tools/doxygen_md_filter.py
+Doxygen's messages point at the right line (within a Chinese paragraph, at its paragraph).
+Usage: docs/CMakeLists.txt sets Doxygen's FILTER_PATTERNS for *.md and *.hpp to this script;
+`tools/doxygen_md_filter.py FILE` prints what Doxygen reads.
 """
 
 import os
@@ -53,13 +59,13 @@ def is_guide(relative):
             and os.path.basename(relative) in ("README.md", "README.zh.md"))
 
 
-# ---- prose: links, math, bold ----
+# ---- prose: links, math, bold, Chinese lines ----
 
 def rewrite_link(match, relative):
     text, target = match.group(1), match.group(2)
     if "://" in target or target.startswith(("#", "@", "mailto:")):
         return match.group(0)
-    path, _, fragment = target.partition("#")
+    path = target.partition("#")[0]
     resolved = os.path.normpath(os.path.join(os.path.dirname(relative), path)).replace("\\", "/")
     if is_guide(resolved) and os.path.isfile(os.path.join(ROOT, resolved)):
         return f"[{text}](@ref {page_label(resolved)})"
@@ -70,7 +76,8 @@ def rewrite_link(match, relative):
     return text  # a source file or folder: not a page of the site
 
 
-CJK = "\u2014\u2026\u201c\u201d\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+CJK = ("\u2014\u2026\u201c\u201d"  # the dash, ellipsis and quotes Chinese text uses
+       "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef")
 CJK_CHAR = re.compile(f"[{CJK}]")
 BLOCK_START = re.compile(r"[ \t]*(#|[-*+>|] |\d+[.)] )")
 
@@ -243,8 +250,8 @@ def convert_fence(fence, relative, line):
 
 # ---- a guide's title, name and language switch ----
 
-SWITCH = re.compile(r"^(English \| \[中文\]\(README\.zh\.md\)|\[English\]\(README\.md\) \| 中文)"
-                    r"[ \t]*$")
+SWITCH = re.compile(r"^(English \| \[中文\]\(README\.zh\.md\)"
+                    r"|\[English\]\(README\.md\) \| 中文)[ \t]*$")
 
 
 def title_and_switch(text, relative):
