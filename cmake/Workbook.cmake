@@ -159,6 +159,7 @@ endfunction()
 # Records chapter LABEL for course.json; KIND is the word printed by wb_chapter ("student",
 # "reference" or "override DIR"), SRC_DIR the folder compiled.
 function(wb_course_entry label folder kind src_dir)
+  get_filename_component(src_dir "${src_dir}" ABSOLUTE BASE_DIR "${WB_ROOT}")
   if(kind STREQUAL "student")
     set(kind stub)
   elseif(kind MATCHES "^override")

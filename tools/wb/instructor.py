@@ -147,7 +147,7 @@ def cmd_mutants(args):
         work = scratch / folder
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(ROOT / "solutions" / folder, work)
-        configure(build_dir, **{f"WB_IMPL_DIR_{label}": work})
+        configure(build_dir, **{f"WB_IMPL_DIR_{label}": work.resolve()})
         reference = {path.name: path.read_text()
                      for path in sorted((ROOT / "solutions" / folder).glob("*.cpp"))}
         for m in mutants:

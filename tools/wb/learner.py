@@ -229,13 +229,16 @@ def cmd_status(args):
             passed = record.get("passed", 0)
             n = max(n, record.get("total", 0))
             text = f"{passed:3d}/{n:<3d} passed"
+            if why:
+                text += f"  (stale: {why}; check again)"
             if n and passed == n:
                 text += "  done"
             elif record.get("first_failure"):
-                text += f"  first failure: {record['first_failure']}"
-        if why:
-            text = text[:70] + f"  (stale: {why}; check again)"
-        print(f"{chapter.label:<9} {source:<10} {text}"[:130])
+                room = max(20, 100 - len(text))
+                first = record["first_failure"]
+                text += "  first failure: " + (first if len(first) <= room else
+                                               first[:room - 1] + "…")
+        print(f"{chapter.label:<9} {source:<10} {text}")
         if chapter.kind == "stub":
             mine += 1
             counted = 0 if why else passed

@@ -225,9 +225,10 @@ def signal_name(returncode):
     return ""
 
 
-def _run_xml(command, timeout):
+def _run_xml(command, timeout, cwd=ROOT):
     try:
-        result = subprocess.run([*command, "-r", "xml"], cwd=ROOT, stdout=subprocess.PIPE,
+        result = subprocess.run([*command, "-r", "xml", "--order", "decl"], cwd=cwd,
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, timeout=timeout)
         return result.stdout.decode("utf-8", "replace"), result.returncode
     except subprocess.TimeoutExpired as error:
@@ -247,7 +248,7 @@ def run_checks(build_dir, label, jobs=2, timeout=300):
     if not tests:
         return Outcome([], exe.exists(), time=started)
     exe = Path(tests[0][1][0])
-    text, code = _run_xml([str(exe)], timeout)
+    text, code = _run_xml([str(exe)], timeout, build_dir)  # where ctest runs them
     checks = parse_catch_xml(text, prefix)
     crashed = code == "TIMEOUT" or bool(signal_name(code)) or (
         checks and checks[-1].signal == "CRASHED")
@@ -260,7 +261,7 @@ def run_checks(build_dir, label, jobs=2, timeout=300):
 
         def one(item):
             name, cmd = item
-            out, rc = _run_xml(cmd, timeout)
+            out, rc = _run_xml(cmd, timeout, build_dir)
             got = parse_catch_xml(out, prefix)
             if not got:
                 got = [Check(name, False, [], signal="")]
