@@ -79,6 +79,21 @@ float chains_sse2(long iterations) {
 }
 #endif
 
+// The sum of n floats with 32 independent accumulators: only the loads matter.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+float sum_floats(const float* a, std::size_t n) {
+    float acc[32] = {};
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (std::size_t j = 0; j < 32; ++j) acc[j] += a[i + j];
+    for (; i < n; ++i) acc[0] += a[i];
+    float s = 0;
+    for (float x : acc) s += x;
+    return s;
+}
+
 int lanes_of(const std::string& isa) {
     if (isa == "avx512") return 16;
     if (isa == "avx2") return 8;
@@ -188,6 +203,46 @@ double sgemm_gflops(int n, int threads, int rounds) {
     std::sort(rates.begin(), rates.end());
     if (openblas_set_num_threads != nullptr && before > 0) openblas_set_num_threads(before);
     return rates[rates.size() / 2];
+}
+
+double read_bandwidth_gbs(std::size_t bytes, int threads, double seconds, int rounds) {
+    threads = std::max(1, threads);
+    const std::size_t n = std::max<std::size_t>(bytes / sizeof(float), 1024);
+    std::vector<float> data(n);
+    for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i % 7) * 1e-3f;
+    double best = 0.0;
+    for (int r = 0; r < std::max(1, rounds); ++r) {
+        double dt = 0.0;
+        long passes = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
+            float sink = sum_floats(data.data() + lo, hi - lo);  // warm: bring the share in
+#pragma omp barrier
+            const double t0 = now_s();
+            long mine = 0;
+            // Every thread makes the same number of passes: thread 0 decides when to stop.
+            for (;;) {
+                sink += sum_floats(data.data() + lo, hi - lo);
+                ++mine;
+                bool stop = false;
+#pragma omp master
+                passes = (now_s() - t0 > seconds) ? mine : 0;
+#pragma omp barrier
+                stop = passes != 0;
+#pragma omp barrier
+                if (stop) break;
+            }
+#pragma omp master
+            dt = now_s() - t0;
+            volatile float keep = sink;
+            (void)keep;
+        }
+        best = std::max(best, static_cast<double>(passes) * static_cast<double>(n) *
+                                  sizeof(float) / dt * 1e-9);
+    }
+    return best;
 }
 
 }  // namespace wbbench

@@ -8,6 +8,7 @@
 // has it, so the probe needs no build flag (no -march=native) and runs on any x86-64.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,12 @@ double sgemm_gflops(int n, int threads, int rounds = 5);
 /// One `cblas_sgemm` C = A·B on n × n row-major matrices, on OpenBLAS's current thread count
 /// (what sgemm_gflops times; a benchmark row can time it itself).
 void sgemm_square(int n, const float* a, const float* b, float* c);
+
+/// Streaming read bandwidth in GB/s (10^9 bytes per second) over a working set of `bytes`,
+/// split evenly among `threads` OpenMP threads that each read their share front to back again
+/// and again (what a matrix-vector product does with its weights): the best of `rounds` runs of
+/// about `seconds`. The limit of any kernel that streams more bytes than it computes on, such
+/// as one token of decoding.
+double read_bandwidth_gbs(std::size_t bytes, int threads, double seconds = 0.1, int rounds = 3);
 
 }  // namespace wbbench

@@ -1,5 +1,7 @@
 // Prints this CPU's float32 multiply-add peak per instruction set and OpenBLAS's sgemm, on
-// 1 thread and on every thread, so that any GFLOP/s figure can be read as a share of it.
+// 1 thread and on every thread, so that any GFLOP/s figure can be read as a share of it; then
+// the streaming read bandwidth by working-set size, the limit of what streams its data (the
+// decode's matrix-vector products read 25 MB of weights per token).
 //
 //   build/<dir>/bench/peak [--threads 1,2] [--rounds 5] [--sgemm 512,1024,2048]
 //
@@ -111,6 +113,19 @@ int main(int argc, char** argv) {
             shares += buf;
         }
         std::printf("   %s\n", shares.c_str());
+    }
+    // The other limit: bytes per second from each level of the memory, on the same threads.
+    std::printf("\nstreaming read bandwidth, GB/s, best of %d (working set split among the threads)\n",
+                rounds);
+    std::printf("%-40s", "");
+    for (int t : threads) std::printf("  %8d thr", t);
+    std::printf("\n");
+    for (std::size_t mib : {1, 4, 16, 26, 64, 256}) {
+        const std::string label = "working set " + std::to_string(mib) + " MiB";
+        std::printf("%-40s", label.c_str());
+        for (int t : threads)
+            std::printf("  %12.1f", wbbench::read_bandwidth_gbs(mib << 20, t, 0.05, rounds));
+        std::printf("\n");
     }
     return 0;
 }

@@ -82,10 +82,29 @@ struct Buffer {
     ~Buffer() { std::free(data); }
 };
 
-// A weight matrix [out, in] as panels of 16 outputs (out padded with zero rows).
+// A weight matrix [out, in] as panels of 16 outputs (out padded with zero rows). Panels come in
+// groups of 8, each group one stream [in][8][16] (the 8 panels' weights of input i side by
+// side); the panels past the last whole group are stored one by one, [in][16] each.
+constexpr std::size_t kGroup = 8;
+
 struct Panels {
-    std::size_t out = 0, in = 0, count = 0;
-    Buffer w;  // [count][in][16]
+    std::size_t out = 0, in = 0, count = 0, groups = 0;
+    Buffer w;
+    // Where panel p's weight of input i starts, and the distance from one input to the next.
+    std::size_t at(std::size_t p, std::size_t i) const {
+        if (p < groups * kGroup) return (p / kGroup * in + i) * kGroup * kLanes + p % kGroup * kLanes;
+        return groups * kGroup * in * kLanes + ((p - groups * kGroup) * in + i) * kLanes;
+    }
+    // A thread's panels: an even share of `count`, its ends moved onto group boundaries inside
+    // the grouped part (the same cut for a given thread count; any cut gives the same bits).
+    std::pair<std::size_t, std::size_t> share(int tid, int nth) const {
+        auto cut = [&](int t) {
+            std::size_t b = count * static_cast<std::size_t>(t) / static_cast<std::size_t>(nth);
+            if (b < groups * kGroup) b = (b + kGroup / 2) / kGroup * kGroup;
+            return b;
+        };
+        return {cut(tid), cut(tid + 1)};
+    }
 };
 
 // Packs the rows of one or more [rows_k, in] matrices, stacked, into panels.
@@ -94,14 +113,14 @@ Panels pack(std::initializer_list<const Mat<float>*> parts) {
     p.in = (*parts.begin())->shape(1);
     for (const Mat<float>* m : parts) p.out += m->shape(0);
     p.count = (p.out + kLanes - 1) / kLanes;
+    p.groups = p.count / kGroup;
     p.w = Buffer(p.count * p.in * kLanes);
     std::size_t row = 0;
     for (const Mat<float>* m : parts) {
         for (std::size_t r = 0; r < m->shape(0); ++r, ++row) {
             const std::size_t panel = row / kLanes, lane = row % kLanes;
-            float* dst = p.w.data + panel * p.in * kLanes + lane;
             const float* src = m->data() + r * p.in;
-            for (std::size_t i = 0; i < p.in; ++i) dst[i * kLanes] = src[i];
+            for (std::size_t i = 0; i < p.in; ++i) p.w.data[p.at(panel, i) + lane] = src[i];
         }
     }
     return p;
@@ -121,30 +140,33 @@ Buffer copy_of(std::initializer_list<const Vec<float>*> parts) {
 
 // ---- the hot loops ---------------------------------------------------------------------------
 
-// y[16p + l] = Σ_i W[16p + l][i] · x[i] for the panels [p0, p1), the sum in input order.
-WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t p0,
-                                     std::size_t p1, const float* x, float* y) {
-    const std::size_t stride = in * kLanes;
+// y[16p + l] = Σ_i W[16p + l][i] · x[i] for the panels [p0, p1) of a matrix packed by pack()
+// with `groups` whole groups, the sum in input order. p0 and p1 are group boundaries inside
+// the grouped part.
+WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t groups,
+                                     std::size_t p0, std::size_t p1, const float* x, float* y) {
     std::size_t p = p0;
-    for (; p + 8 <= p1; p += 8) {
-        const float* base = w + p * stride;
+    for (; p + kGroup <= std::min(p1, groups * kGroup); p += kGroup) {
+        const float* base = w + p * in * kLanes;  // group p / 8: [in][8][16]
         Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
         for (std::size_t i = 0; i < in; ++i) {
             const float xi = x[i];
-            const float* wi = base + i * kLanes;
-            a0 += *reinterpret_cast<const Lanes*>(wi) * xi;
-            a1 += *reinterpret_cast<const Lanes*>(wi + stride) * xi;
-            a2 += *reinterpret_cast<const Lanes*>(wi + 2 * stride) * xi;
-            a3 += *reinterpret_cast<const Lanes*>(wi + 3 * stride) * xi;
-            a4 += *reinterpret_cast<const Lanes*>(wi + 4 * stride) * xi;
-            a5 += *reinterpret_cast<const Lanes*>(wi + 5 * stride) * xi;
-            a6 += *reinterpret_cast<const Lanes*>(wi + 6 * stride) * xi;
-            a7 += *reinterpret_cast<const Lanes*>(wi + 7 * stride) * xi;
+            const Lanes* wi = reinterpret_cast<const Lanes*>(base + i * kGroup * kLanes);
+            a0 += wi[0] * xi;
+            a1 += wi[1] * xi;
+            a2 += wi[2] * xi;
+            a3 += wi[3] * xi;
+            a4 += wi[4] * xi;
+            a5 += wi[5] * xi;
+            a6 += wi[6] * xi;
+            a7 += wi[7] * xi;
         }
         Lanes* out = reinterpret_cast<Lanes*>(y + p * kLanes);
         out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
         out[4] = a4, out[5] = a5, out[6] = a6, out[7] = a7;
     }
+    // The panels after the last group, stored one by one: [in][16] each.
+    const std::size_t stride = in * kLanes;
     for (; p + 2 <= p1; p += 2) {
         const float* base = w + p * stride;
         Lanes a0 = {}, a1 = {};
@@ -327,8 +349,8 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
         for (Layer& L : layers) {
             // Attention half: LayerNorm 1, then q, k, v of the new token.
             layer_norm(x.data, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
-            auto [p0, p1] = share(L.qkv.count, tid, nth);
-            panel_products(L.qkv.w.data, D, p0, p1, my_ln, y.data);
+            auto [p0, p1] = L.qkv.share(tid, nth);
+            panel_products(L.qkv.w.data, D, L.qkv.groups, p0, p1, my_ln, y.data);
             for (std::size_t r = p0 * kLanes; r < std::min(p1 * kLanes, 3 * D); ++r) {
                 const float value = y.data[r] + L.b_qkv.data[r];
                 if (r < D) {
@@ -348,26 +370,26 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
                        tp, scale, scores.data + h * tp, att.data + h * d);
             }
 #pragma omp barrier
-            auto [o0, o1] = share(L.o.count, tid, nth);
-            panel_products(L.o.w.data, D, o0, o1, att.data, y.data);
+            auto [o0, o1] = L.o.share(tid, nth);
+            panel_products(L.o.w.data, D, L.o.groups, o0, o1, att.data, y.data);
             for (std::size_t r = o0 * kLanes; r < std::min(o1 * kLanes, D); ++r)
                 x.data[r] += y.data[r] + L.b_o.data[r];
 #pragma omp barrier
             // FFN half: LayerNorm 2, fc with GELU, the projection back onto the residual.
             layer_norm(x.data, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
-            auto [f0, f1] = share(L.fc.count, tid, nth);
-            panel_products(L.fc.w.data, D, f0, f1, my_ln, fc.data);
+            auto [f0, f1] = L.fc.share(tid, nth);
+            panel_products(L.fc.w.data, D, L.fc.groups, f0, f1, my_ln, fc.data);
             bias_gelu(fc.data, L.b_fc.data, f0 * kLanes, std::min(f1 * kLanes, F));
 #pragma omp barrier
-            auto [j0, j1] = share(L.proj.count, tid, nth);
-            panel_products(L.proj.w.data, F, j0, j1, fc.data, y.data);
+            auto [j0, j1] = L.proj.share(tid, nth);
+            panel_products(L.proj.w.data, F, L.proj.groups, j0, j1, fc.data, y.data);
             for (std::size_t r = j0 * kLanes; r < std::min(j1 * kLanes, D); ++r)
                 x.data[r] += y.data[r] + L.b_proj.data[r];
 #pragma omp barrier
         }
         layer_norm(x.data, lnf_g.data, lnf_b.data, D, eps, my_ln);
-        auto [v0, v1] = share(head.count, tid, nth);
-        panel_products(head.w.data, D, v0, v1, my_ln, logits.data);
+        auto [v0, v1] = head.share(tid, nth);
+        panel_products(head.w.data, D, head.groups, v0, v1, my_ln, logits.data);
     }
     length = pos + 1;
     return logits.data;
