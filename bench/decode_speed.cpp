@@ -12,7 +12,8 @@
 // time, prefill included. The two implementations' tokens are compared (they must be equal).
 // Prints each median and the range over the rounds, the weight bytes streamed per second, and
 // tokens per CPU-second of the whole process (on 1 thread, less sensitive to other load than
-// the wall-clock rate; on more threads it counts OpenMP's spinning too).
+// the wall-clock rate; on more threads it counts OpenMP's spinning too), and the roofline: the
+// bytes one token reads against the read bandwidth measured for that working set (peak.hpp).
 // On a machine shared with other work, compare the rows of one run, not numbers across runs.
 #include <algorithm>
 #include <chrono>
@@ -31,6 +32,7 @@
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
 #include "capstone/minigpt/gpt_decode.hpp"
+#include "peak.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
@@ -128,6 +130,18 @@ int main(int argc, char** argv) {
                             side == "fast" ? "GptDecoder (capstone)" : "chapter 9 decode_step",
                             t, m, *lo, *hi, m * count * 4e-9, median(cpu_rates[{side, t}]));
             }
+        }
+        // The roofline: one token reads every weight once and, on average over the
+        // generation, half the full KV cache; the read bandwidth of a working set that size,
+        // measured now on each thread count, bounds the tokens per second.
+        const double kv_bytes = 2.0 * L * (context / 2.0) * D * sizeof(float);
+        const double bytes = static_cast<double>(count) * sizeof(float) + kv_bytes;
+        std::printf("roofline: %.1f MB read per token (weights %.1f + KV cache %.1f on average)\n",
+                    bytes * 1e-6, count * 4e-6, kv_bytes * 1e-6);
+        for (int t : threads) {
+            const double gbs = wbbench::read_bandwidth_gbs(static_cast<std::size_t>(bytes), t);
+            std::printf("  threads %d: read bandwidth at that working set %5.1f GB/s -> at most "
+                        "%6.0f tokens/s\n", t, gbs, gbs * 1e9 / bytes);
         }
         if (only.empty()) {
             std::printf("tokens of the two implementations: %s\n", equal ? "equal" : "DIFFERENT");
