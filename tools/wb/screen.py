@@ -185,7 +185,7 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
                         f"{path}:{line}, or build that chapter from the reference "
                         f"(`tools/workbook use N reference`)")
     else:
-        _, hints = hints_for(first, chapter)
+        _, hints = hints_for(first, chapter, mistake)
         what = f"wb::{function}" if function else f"the code that check calls ({first.file}:{first.line})"
         out += para(f"next: fix {what} and save"
                     + (f"; `{_cmd('hint', chapter)}` for a hint ({len(hints)} available)"
