@@ -236,8 +236,9 @@ def cmd_status(args):
             elif record.get("first_failure"):
                 room = max(20, 100 - len(text))
                 first = record["first_failure"]
-                text += "  first failure: " + (first if len(first) <= room else
-                                               first[:room - 1] + "…")
+                if len(first) > room:  # cut between words
+                    first = first[:room - 1].rsplit(" ", 1)[0] + " …"
+                text += "  first failure: " + first
         print(f"{chapter.label:<9} {source:<10} {text}")
         if chapter.kind == "stub":
             mine += 1
