@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
-from .results import NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks, short_name
+from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks,
+                      save_outcome, short_name)
 from .learner import check_counts
 
 
@@ -355,7 +356,8 @@ def cmd_grade(args):
         if ok:
             outcome = run_checks(build_dir, label, args.jobs, args.timeout)
         else:
-            outcome = Outcome([], compiled=False)
+            outcome = Outcome([], compiled=False, build_log=log[-20000:], time=time.time())
+        save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
             where, lines = first_error(log, [shown(variables[f"WB_IMPL_DIR_{label}"]),
                                              f"chapters/{chapter.folder}"])
             error = next((l for l in lines if "error" in l), lines[0] if lines else "")
