@@ -105,8 +105,8 @@ Array mean(const Array& x, int axis, bool keepdims);
 /// @param keepdims keep the reduced axis with size 1
 /// @return x's shape without `axis`, or with `axis` of size 1 when keepdims
 /// @throws ShapeError if axis is out of range
-/// @throws ValueError if `n - correction <= 0` (n = size of the axis), e.g. one value with
-///         correction 1
+/// @throws ValueError if correction is neither 0 nor 1 (the message names it), or if
+///         `n - correction <= 0` (n = size of the axis), e.g. one value with correction 1
 Array var(const Array& x, int axis, int correction, bool keepdims);
 
 // ---- joining (§21.5) -----------------------------------------------------------------------

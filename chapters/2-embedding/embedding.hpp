@@ -39,7 +39,8 @@ struct Linear {
 /// @param D model width (columns)
 /// @param seed seed of the `std::mt19937` generator
 /// @return `[V, D]`; row i is the vector of token id i
-/// @throws ShapeError if V == 0 or D == 0 (the message names V and D)
+/// @throws ShapeError if V == 0 or D == 0 (the message names V and D), or V·D is more than
+///         2^48 elements (wb::checked_size; the product is checked before anything is allocated)
 Tensor2 init_embedding(std::size_t V, std::size_t D, std::uint32_t seed);
 
 /// A fresh fully connected layer, like `nn.Linear(in, out, bias)`.
@@ -53,7 +54,8 @@ Tensor2 init_embedding(std::size_t V, std::size_t D, std::uint32_t seed);
 /// @param bias whether the layer has a bias; without one, `Linear::bias` is empty
 /// @param seed seed of the `std::mt19937` generator
 /// @return weight `[out, in]`, bias `[out]` (or `[0]` when `bias` is false)
-/// @throws ShapeError if in == 0 or out == 0 (the message names in and out)
+/// @throws ShapeError if in == 0 or out == 0 (the message names in and out), or out·in is more
+///         than 2^48 elements (wb::checked_size)
 Linear init_linear(std::size_t in, std::size_t out, bool bias, std::uint32_t seed);
 
 // ---- lookup (§3) ---------------------------------------------------------------------------

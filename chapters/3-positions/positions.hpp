@@ -37,7 +37,8 @@ inline namespace WB_IMPL {
 /// @param T number of positions (rows), 0 … T − 1
 /// @param D model width (columns); must be even and positive
 /// @return `[T, D]`, row p is the encoding of position p
-/// @throws ShapeError if D is odd or 0 (the message names D)
+/// @throws ShapeError if D is odd or 0 (the message names D), or T·D is more than 2^48
+///         elements (wb::checked_size; checked before anything is allocated)
 Tensor2 sinusoidal_positions(std::size_t T, std::size_t D);
 
 /// Adds position vectors to token embeddings: `x + table[offset : offset + T]`, broadcast over B.

@@ -40,7 +40,8 @@ inline namespace WB_IMPL {
 /// @param T number of tokens (queries and keys are the same positions)
 /// @return `[1, T, T]` with `allowed(0, i, j) == (j <= i)`; batch 1 broadcasts over every
 ///         sequence (and sdpa shares it across every head)
-/// @throws ShapeError if T == 0 (the message names T)
+/// @throws ShapeError if T == 0 (the message names T), or T·T is more than 2^48 elements
+///         (wb::checked_size: `causal_mask(SIZE_MAX)` is an error, not a wrapped-around size)
 Mask causal_mask(std::size_t T);
 
 /// The padding mask: the filler keys at the end of each shorter sequence are hidden.
@@ -55,7 +56,8 @@ Mask causal_mask(std::size_t T);
 /// @param N number of queries
 /// @param M number of keys (the padded length of the key sequences)
 /// @return `[B, N, M]` with `allowed(b, i, j) == (j < lengths[b])`, the same for every i
-/// @throws ShapeError if lengths is empty (B == 0), N == 0 or M == 0
+/// @throws ShapeError if lengths is empty (B == 0), N == 0 or M == 0, or B·N·M is more than
+///         2^48 elements (wb::checked_size)
 /// @throws ValueError if some `lengths[b] > M` (the message names b, the length and M)
 Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::size_t M);
 
@@ -67,8 +69,9 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
 /// @param a `[B_a, N, M]`
 /// @param b `[B_b, N, M]`, with B_b == B_a, or one of them 1
 /// @return `[max(B_a, B_b), N, M]` with `allowed = a.allowed && b.allowed`
-/// @throws ShapeError if N or M differ, or if the batches differ and neither is 1 (the
-///         message names both shapes)
+/// @throws ShapeError if either mask is empty (an axis of size 0: it has no batch to share),
+///         if N or M differ, or if the batches differ and neither is 1 (the message names both
+///         shapes)
 Mask combine_masks(const Mask& a, const Mask& b);
 
 /// The mask of a batch of padded sequences in a GPT: causal AND padding.
@@ -93,6 +96,7 @@ Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T)
 /// `Mask{...}` lets every query read exactly what it must not.
 /// @param forbidden `[B, N, M]` (or `[1, N, M]`), true where the key is hidden
 /// @return the same shape, `allowed(b, i, j) == !forbidden(b, i, j)`
+/// @throws ShapeError if forbidden is empty (an axis of size 0; the message names its shape)
 Mask from_forbidden(const xt::xtensor<bool, 3>& forbidden);
 
 /// The queries of sequence b that may read no key at all.

@@ -33,7 +33,7 @@ inline namespace WB_IMPL {
 struct LayerNormParams {
     Tensor1 gamma;      ///< `[D]`: the trainable scale (torch's `weight`), one per feature
     Tensor1 beta;       ///< `[D]`: the trainable shift (torch's `bias`), one per feature
-    float eps = 1e-5f;  ///< added to the variance inside the square root; must be > 0
+    float eps = 1e-5f;  ///< added to the variance inside the square root; > 0 and finite
 };
 
 /// Fresh LayerNorm parameters, like `nn.LayerNorm(D)`: gamma = 1, beta = 0, eps = 1e-5.
@@ -63,7 +63,8 @@ LayerNormParams init_layer_norm(std::size_t D);
 ///         empty result (nothing to normalise is not an error).
 /// @throws ShapeError if D == 0 or gamma or beta is not `[D]` (the message names
 ///         wb::layer_norm, the parameter and both shapes)
-/// @throws ValueError if eps <= 0 or is NaN (the message names the value `eps = …`)
+/// @throws ValueError if eps <= 0, NaN or infinite (the message names the value `eps = …`;
+///         chapter 8's layer_norm_forward has the same rule)
 Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p);
 
 /// RMSNorm, a variant of LayerNorm used by many modern models (§5): no mean is subtracted and
@@ -76,7 +77,7 @@ Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p);
 /// @param eps added to the mean square inside the square root; must be > 0
 /// @return `[B, T, D]`; B or T = 0 gives an empty result
 /// @throws ShapeError if D == 0 or gamma is not `[D]` (the message names wb::rms_norm)
-/// @throws ValueError if eps <= 0 or is NaN (the message names `eps = …`)
+/// @throws ValueError if eps <= 0, NaN or infinite (the message names `eps = …`)
 Tensor3 rms_norm(const Tensor3& x, const Tensor1& gamma, float eps = 1e-5f);
 
 // ---- the feed-forward network (§5, §21.6) ---------------------------------------------------

@@ -88,10 +88,14 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
 
 /// Loads a checkpoint written by save_checkpoint. The whole file is validated — magic,
 /// version, size, checksum, then every tensor's name and shape against the config — before
-/// anything is returned, so a bad file can never half-overwrite a model.
+/// anything is returned, so a bad file can never half-overwrite a model. Reads are bounded:
+/// only a regular file is opened (a directory, a FIFO or a device such as /dev/zero is refused
+/// with "cannot open"), and only its 20-byte header is read until the size it announces has
+/// been compared with the file's size from the filesystem.
 /// @param path the file
 /// @return the config, the weights, the optimizer state if it was saved, and the step
-/// @throws FileError naming the file and the problem: "cannot open", "not a workbook
+/// @throws FileError naming the file and the problem: "cannot open" (missing, or not a regular
+///         file), "not a workbook
 ///         checkpoint" (the file is empty or its first bytes differ from the magic), "version 7,
 ///         expected 1", "truncated at byte N" (N = the file's length, when it is shorter than
 ///         its header or than the size the header announces; a file that is a prefix of the

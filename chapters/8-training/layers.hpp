@@ -58,6 +58,7 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 /// @param rstd `[N]` output: each row's 1/sqrt(var + eps), saved for the backward
 /// @return `[N, D]`
 /// @throws ShapeError if gamma or beta is not `[D]`, or D == 0
+/// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
 template <class T>
 Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
                           Vec<T>& mean, Vec<T>& rstd);

@@ -223,7 +223,8 @@ inline namespace WB_IMPL {
 /// @param seed the random seed
 /// @return parameters with the shapes listed in GptParams
 /// @throws ShapeError if any of V, T_max, D, H, L is 0 or H does not divide D (the message
-///         names the config)
+///         names the config), or a tensor would hold more than 2^48 elements (V·D, T_max·D,
+///         L·4·D·D: wb::checked_size, before anything is allocated)
 template <class T>
 GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed);
 
@@ -313,7 +314,9 @@ Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const Tok
 /// @param config its shape
 /// @param cache what gpt_forward stored
 /// @param grads accumulated; shaped like params (see zeros_like)
-/// @throws ShapeError if the config or a shape of params or grads does not match
+/// @throws ShapeError if the config or a shape of params or grads does not match, or a tensor
+///         of the cache does not have the shape gpt_forward gave it for cache.batch and
+///         cache.seq_len (all checked before anything is read)
 /// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits)
 template <class T>
 void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,

@@ -64,7 +64,9 @@ inline namespace WB_IMPL {
 /// @param state the moments and the step count, updated
 /// @param config the hyper-parameters
 /// @throws ValueError if lr <= 0, beta1 or beta2 is outside [0, 1), eps <= 0 or
-///         weight_decay < 0 (the message names the field and its value)
+///         weight_decay < 0, or lr, eps or weight_decay is infinite or NaN (the message names
+///         the field and its value); or if state.step is negative or 2^63 − 1 (one more step
+///         would overflow); all checked before anything is changed
 /// @throws ShapeError if grads' tensors differ in number or size from params', or a non-empty
 ///         state does not match them (e.g. a state restored for another model)
 template <class T>

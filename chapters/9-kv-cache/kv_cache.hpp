@@ -49,7 +49,8 @@ inline namespace WB_IMPL {
 /// @param B number of sequences decoded side by side
 /// @return the cache, `k.size() == v.size() == L`
 /// @throws ShapeError if B == 0 (the message names "wb::make_kv_cache" and B), or the config
-///         is invalid: a zero in V, T_max, D, H, L or H not dividing D (the message names it)
+///         is invalid: a zero in V, T_max, D, H, L or H not dividing D (the message names it),
+///         or the cache would hold more than 2^48 elements (see kv_cache_elements)
 KvCache make_kv_cache(const GptConfig& config, std::size_t B);
 
 /// The number of floats in a full cache (§16): K and V, in each of L layers, for B sequences
@@ -59,13 +60,16 @@ KvCache make_kv_cache(const GptConfig& config, std::size_t B);
 /// ```
 /// @param config the model's shape
 /// @param B number of sequences
-/// @return `2·L·B·T_max·D` (no error cases: a zero anywhere gives 0)
+/// @return `2·L·B·T_max·D` (a zero anywhere gives 0)
+/// @throws ShapeError if the product is more than 2^48 elements (wb::checked_size: it never
+///         wraps around to a small number)
 std::size_t kv_cache_elements(const GptConfig& config, std::size_t B);
 
 /// The memory of a full float cache: kv_cache_elements() · sizeof(float) bytes.
 /// @param config the model's shape
 /// @param B number of sequences
 /// @return bytes, `2·L·B·T_max·D·4`
+/// @throws ShapeError as kv_cache_elements
 std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 
 /// Prefill (§16): runs the whole prompt through the model in one pass, exactly chapter 8's
@@ -81,7 +85,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 /// @param prompt `[B, T]` token ids in `[0, V)`, 1 <= T <= T_max
 /// @param cache from make_kv_cache(config, B), still empty (length 0)
 /// @return `[B, V]` logits of the token after `prompt[b, T-1]`, row b for sequence b
-/// @throws ShapeError if the config is invalid, params has not L blocks, B == 0 or T == 0,
+/// @throws ShapeError if the config is invalid, params has not L blocks or a tensor of params
+///         (wte, wpe, a block's, lm_head) does not have the config's shape, B == 0 or T == 0,
 ///         or the cache is not L layers of `[B, H, T_max, d]` (messages name "wb::prefill" and
 ///         the shapes)
 /// @throws ValueError if T > T_max (the message names T and T_max), an id is outside
@@ -105,7 +110,8 @@ Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
 /// @param tokens B ids, one per sequence, each in `[0, V)`
 /// @param cache the cache of a prefill (or an empty one), `length < T_max`
 /// @return `[B, V]` logits of the token after `tokens[b]`
-/// @throws ShapeError if the config is invalid, params has not L blocks, the cache is not L
+/// @throws ShapeError if the config is invalid, params has not L blocks or a tensor of params
+///         does not have the config's shape, the cache is not L
 ///         layers of `[B, H, T_max, d]`, or tokens.size() != B (the message names
 ///         "wb::decode_step", the size and B)
 /// @throws ValueError if the cache is full, length == T_max (the message names T_max), or an

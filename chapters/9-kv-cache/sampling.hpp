@@ -92,7 +92,8 @@ std::int64_t sample(const Vec<float>& logits, const SamplingOptions& options,
 /// @return the prompt followed by the max_new_tokens new ids
 /// @throws ShapeError if the prompt is empty (the message names "wb::generate")
 /// @throws ValueError, before generating anything, if prompt.size() + max_new_tokens > T_max
-///         (the message names both and T_max), an id of the prompt is outside `[0, V)`, or
+///         (compared without the sum, so max_new_tokens = SIZE_MAX is refused too; the
+///         message names both and T_max), an id of the prompt is outside `[0, V)`, or
 ///         the options are invalid
 std::vector<std::int64_t> generate(const GptParams<float>& params, const GptConfig& config,
                                    const std::vector<std::int64_t>& prompt,

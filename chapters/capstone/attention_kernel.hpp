@@ -40,6 +40,9 @@ struct AttentionShape {
 /// the result is bit-identical for any thread count. Also writes the
 /// per-row log-sum-exp `lse[b,h,i] = m + log(l)` of the scaled scores, which the backward uses
 /// to recompute the weights `P_ij = exp(s_ij − lse_i)`.
+/// Non-finite or huge inputs are defined behaviour: a NaN in a query gives NaN in that row of
+/// out and lse (it is not hidden), an infinite or overflowing score affects only the rows that
+/// read it, and the exp of the online softmax handles NaN, ±inf and any finite value.
 /// @param s the shapes; all four must be at least 1
 /// @param q `[B, H, T, d]` queries
 /// @param k `[B, H, T, d]` keys

@@ -183,6 +183,10 @@ Array mean(const Array& x, int axis, bool keepdims) {
 
 Array var(const Array& x, int axis, int correction, bool keepdims) {
     const std::size_t ax = normalize_axis("wb::var", "x", x.shape(), axis, x.dimension());
+    if (correction != 0 && correction != 1) {
+        throw ValueError("wb::var: correction = " + std::to_string(correction) +
+                         ", expected 0 (population variance) or 1 (sample variance)");
+    }
     const long n = static_cast<long>(x.shape(ax));
     const long divisor = n - correction;
     if (divisor <= 0) {

@@ -69,6 +69,7 @@ Tensor2 init_embedding(std::size_t V, std::size_t D, std::uint32_t seed) {
         throw ShapeError("wb::init_embedding: got V = " + std::to_string(V) +
                          " and D = " + std::to_string(D) + ", expected both >= 1");
     }
+    checked_size("wb::init_embedding", "the table [V, D]", {V, D});
     std::mt19937 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);  // nn.Embedding: N(0, 1)
     Tensor2 table = Tensor2::from_shape({V, D});  // [V, D]
@@ -83,6 +84,7 @@ Linear init_linear(std::size_t in, std::size_t out, bool bias, std::uint32_t see
     }
     // nn.Linear: U(-k, k) with k = 1/sqrt(fan-in), for the weight and the bias alike.
     // The fan-in keeps the variance of each output near that of one input feature.
+    checked_size("wb::init_linear", "the weight [out, in]", {out, in});
     const float k = 1.0f / std::sqrt(static_cast<float>(in));
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> uniform(-k, k);

@@ -16,6 +16,7 @@ Tensor2 sinusoidal_positions(std::size_t T, std::size_t D) {
                          ", expected an even, positive model width (each frequency fills a "
                          "(sin, cos) pair of columns)");
     }
+    checked_size("wb::sinusoidal_positions", "the table [T, D]", {T, D});
     Tensor2 pe({T, D});  // [T, D]
     for (std::size_t i = 0; i < D / 2; ++i) {
         // ω_i = 1 / 10000^(2i/D): pair 0 turns 1 radian per token, the last pair barely moves.

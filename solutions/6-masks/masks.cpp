@@ -35,6 +35,7 @@ Mask causal_mask(std::size_t T) {
     if (T == 0) {
         throw ShapeError("wb::causal_mask: T = 0, expected at least one token");
     }
+    checked_size("wb::causal_mask", "the mask [1, T, T]", {T, T});
     Mask m{Bool3::from_shape({1, T, T})};  // [1, T, T], batch 1 is shared by every sequence
     for (std::size_t i = 0; i < T; ++i) {
         for (std::size_t j = 0; j < T; ++j) {
@@ -51,6 +52,7 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
     }
     check_lengths("wb::padding_mask", lengths, M, "M");
     const std::size_t B = lengths.size();
+    checked_size("wb::padding_mask", "the mask [B, N, M]", {B, N, M});
     Mask m{Bool3::from_shape({B, N, M})};  // [B, N, M]
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t i = 0; i < N; ++i) {
@@ -67,6 +69,10 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
 Mask combine_masks(const Mask& a, const Mask& b) {
     const auto& sa = a.allowed.shape();
     const auto& sb = b.allowed.shape();
+    // An empty mask (an axis of size 0) has no batch 0 to share: reading it would be out of
+    // bounds.
+    require_nonempty("wb::combine_masks", "a.allowed [B, N, M]", a.allowed);
+    require_nonempty("wb::combine_masks", "b.allowed [B, N, M]", b.allowed);
     const bool batch_fits = sa[0] == sb[0] || sa[0] == 1 || sb[0] == 1;
     if (sa[1] != sb[1] || sa[2] != sb[2] || !batch_fits) {
         throw ShapeError("wb::combine_masks: a has shape " + shape_str(sa) + " and b has shape " +
@@ -99,6 +105,7 @@ Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T)
 }
 
 Mask from_forbidden(const xt::xtensor<bool, 3>& forbidden) {
+    require_nonempty("wb::from_forbidden", "forbidden [B, N, M]", forbidden);
     Mask m{Bool3::from_shape(forbidden.shape())};  // same [B, N, M]
     std::transform(forbidden.begin(), forbidden.end(), m.allowed.begin(),
                    [](bool hidden) { return !hidden; });  // true = hidden  ->  true = may read

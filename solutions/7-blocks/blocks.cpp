@@ -35,9 +35,10 @@ void check_tokens(const char* fn, const Tensor3& x) {
 }
 
 void check_eps(const char* fn, const std::string& name, float eps) {
-    if (!(eps > 0.0f)) {  // also catches NaN
+    if (!(eps > 0.0f) || !std::isfinite(eps)) {  // also catches NaN and +inf
         throw ValueError(std::string(fn) + ": " + name + " = " + std::to_string(eps) +
-                         ", expected eps > 0 (it keeps the division finite for a constant token)");
+                         ", expected eps > 0 and finite (it keeps the division finite for a "
+                         "constant token)");
     }
 }
 

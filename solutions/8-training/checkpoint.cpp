@@ -1,7 +1,8 @@
 // Chapter 8 — reference implementation: checkpoints (format in checkpoint.hpp).
 // Save: build the payload in memory, hash it, write header + payload + hash to path.tmp,
-// rename onto path. Load: read the whole file, check magic, version, size and hash, then
-// parse and check every tensor against the config; only then build the result.
+// rename onto path. Load: refuse anything but a regular file, read the header, check magic,
+// version and the announced size against the file's size, only then read the rest and check
+// the hash, then parse and check every tensor against the config; only then build the result.
 #include "8-training/checkpoint.hpp"
 
 #include <algorithm>
@@ -186,12 +187,31 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
 
 Checkpoint load_checkpoint(const std::string& path) {
     const std::string where = "wb::load_checkpoint: '" + path + "'";
-    std::ifstream in(path, std::ios::binary);
-    if (!in || std::filesystem::is_directory(path)) {
+    // Only a regular file is read (a FIFO would block, a device such as /dev/zero never ends),
+    // and only as far as its header announces: the size comes from the filesystem first.
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (error || !std::filesystem::exists(status)) {
         throw FileError(where + ": cannot open the file");
     }
-    const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::size_t size = bytes.size();
+    if (!std::filesystem::is_regular_file(status)) {
+        throw FileError(where + ": cannot open the file: it is not a regular file (a directory, "
+                                "a device or a FIFO), expected a checkpoint file");
+    }
+    const std::uintmax_t file_size = std::filesystem::file_size(path, error);
+    std::ifstream in(path, std::ios::binary);
+    if (!in || error) {
+        throw FileError(where + ": cannot open the file");
+    }
+    // The header first; the rest only once its announced size matches the file's.
+    Bytes bytes(static_cast<std::size_t>(std::min<std::uintmax_t>(file_size, kHeaderBytes)));
+    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (static_cast<std::size_t>(in.gcount()) != bytes.size()) {
+        throw FileError(where + ": truncated at byte " + std::to_string(in.gcount()) +
+                        " (the file shrank while it was read)");
+    }
+    const std::size_t size = file_size > SIZE_MAX / 2 ? SIZE_MAX / 2
+                                                      : static_cast<std::size_t>(file_size);
 
     // 1. The magic: is this a checkpoint at all?
     const std::size_t magic_seen = std::min<std::size_t>(size, 8);
@@ -225,6 +245,15 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw FileError(where + ": " + std::to_string(room - payload_size) +
                         " unexpected bytes after the checksum (the header announces " + announced +
                         " bytes, the file has " + std::to_string(size) + ")");
+    }
+    // The announced size is the file's: now read the payload and the checksum.
+    bytes.resize(size);
+    in.read(reinterpret_cast<char*>(bytes.data()) + kHeaderBytes,
+            static_cast<std::streamsize>(size - kHeaderBytes));
+    if (static_cast<std::size_t>(in.gcount()) != size - kHeaderBytes) {
+        throw FileError(where + ": truncated at byte " +
+                        std::to_string(kHeaderBytes + static_cast<std::size_t>(in.gcount())) +
+                        " (the file shrank while it was read)");
     }
     // 4. The checksum: any flipped byte of the payload changes it.
     Reader tail{bytes, kHeaderBytes + payload_size, size, where};

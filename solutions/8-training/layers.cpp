@@ -152,6 +152,11 @@ Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& be
     }
     need(f, "gamma [D]", gamma, {D}, "D from x [N, D] = " + shape_str(x.shape()));
     need(f, "beta [D]", beta, {D}, "D from x [N, D] = " + shape_str(x.shape()));
+    if (!(eps > T(0)) || !std::isfinite(eps)) {  // the rule of chapter 7's layer_norm
+        throw ValueError(std::string(f) + ": eps = " + std::to_string(eps) +
+                         ", expected eps > 0 and finite (it keeps the division finite for a "
+                         "constant row)");
+    }
 
     Mat<T> y = Mat<T>::from_shape({N, D});  // [N, D]
     mean = Vec<T>::from_shape({N});         // [N] saved for the backward

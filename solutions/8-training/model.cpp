@@ -122,6 +122,9 @@ template <class T>
 GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed) {
     require_valid_config("wb::init_gpt", config);
     const std::size_t V = config.V, D = config.D;
+    checked_size("wb::init_gpt", "wte [V, D]", {V, D});
+    checked_size("wb::init_gpt", "wpe [T_max, D]", {config.T_max, D});
+    checked_size("wb::init_gpt", "w_fc [4D, D] of every block", {config.L, 4, D, D});
     GptParams<T> p;
     p.wte = Mat<T>::from_shape({V, D});
     p.wpe = Mat<T>::from_shape({config.T_max, D});
@@ -272,6 +275,36 @@ Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const Tok
     return cache.logits;  // [B·T, V]
 }
 
+// The cache must be what gpt_forward wrote for its B and T: a cache edited by hand (another
+// batch, a tensor of another size) would make the backward read outside its tensors.
+template <class T>
+void check_backward_cache(const std::string& fn, const GptCache<T>& c, const GptConfig& config) {
+    const std::size_t B = c.batch, seq = c.seq_len, D = config.D, H = config.H, d = D / H;
+    const std::size_t N = checked_size(fn, "cache rows B x T", {B, seq});
+    const char* f = fn.c_str();
+    require_shape(f, "cache.inputs [B, T]", c.inputs, {B, seq});
+    require_shape(f, "cache.targets [N]", c.targets, {N});
+    require_shape(f, "cache.x_final [N, D]", c.x_final, {N, D});
+    require_shape(f, "cache.ln_f [N, D]", c.ln_f, {N, D});
+    require_shape(f, "cache.ln_f_mean [N]", c.ln_f_mean, {N});
+    require_shape(f, "cache.ln_f_rstd [N]", c.ln_f_rstd, {N});
+    require_shape(f, "cache.logits [N, V]", c.logits, {N, config.V});
+    for (const GptBlockCache<T>& a : c.blocks) {
+        for (const Mat<T>* m : {&a.x_in, &a.ln1, &a.att_out, &a.x_mid, &a.ln2}) {
+            require_shape(f, "a block cache's [N, D] tensor", *m, {N, D});
+        }
+        for (const Vec<T>* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) {
+            require_shape(f, "a block cache's LayerNorm statistics [N]", *v, {N});
+        }
+        for (const Cube<T>* x : {&a.q, &a.k, &a.v}) {
+            require_shape(f, "a block cache's q, k or v [B, H, T, d]", *x, {B, H, seq, d});
+        }
+        require_shape(f, "a block cache's att [B, H, T, T]", a.att, {B, H, seq, seq});
+        require_shape(f, "a block cache's fc [N, 4D]", a.fc, {N, 4 * D});
+        require_shape(f, "a block cache's fc_gelu [N, 4D]", a.fc_gelu, {N, 4 * D});
+    }
+}
+
 template <class T>
 void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
                   GptParams<T>& grads) {
@@ -284,6 +317,7 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
                               "gpt_logits does not prepare a backward");
     }
     const std::size_t B = cache.batch, seq = cache.seq_len, H = config.H;
+    check_backward_cache(fn, cache, config);  // every shape before any read
     Vec<T> no_bias = Vec<T>::from_shape({0});
 
     // Loss -> logits -> final LayerNorm.

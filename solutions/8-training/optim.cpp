@@ -3,6 +3,7 @@
 #include "8-training/optim.hpp"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -23,11 +24,13 @@ void check_config(const AdamWConfig& c) {
     auto bad = [](const char* field, float v, const char* expected) {
         throw ValueError(kAdamW + ": " + field + " = " + value_str(v) + ", expected " + expected);
     };
-    if (!(c.lr > 0.0f)) bad("lr", c.lr, "> 0");
+    if (!(c.lr > 0.0f) || !std::isfinite(c.lr)) bad("lr", c.lr, "> 0 and finite");
     if (!(c.beta1 >= 0.0f && c.beta1 < 1.0f)) bad("beta1", c.beta1, "in [0, 1)");
     if (!(c.beta2 >= 0.0f && c.beta2 < 1.0f)) bad("beta2", c.beta2, "in [0, 1)");
-    if (!(c.eps > 0.0f)) bad("eps", c.eps, "> 0");
-    if (!(c.weight_decay >= 0.0f)) bad("weight_decay", c.weight_decay, ">= 0");
+    if (!(c.eps > 0.0f) || !std::isfinite(c.eps)) bad("eps", c.eps, "> 0 and finite");
+    if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay)) {
+        bad("weight_decay", c.weight_decay, ">= 0 and finite");
+    }
 }
 
 }  // namespace
@@ -36,6 +39,10 @@ template <class T>
 void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
                 const AdamWConfig& config) {
     check_config(config);
+    if (state.step < 0 || state.step == std::numeric_limits<std::int64_t>::max()) {
+        throw ValueError(kAdamW + ": state.step = " + std::to_string(state.step) +
+                         ", expected a count in [0, 2^63 - 1) (one more step must fit)");
+    }
     std::vector<ParamRef<T>> p = parameters(params);
     const std::vector<ParamRef<const T>> g = parameters(grads);
     if (g.size() != p.size()) {

@@ -22,6 +22,8 @@ void check_model(const std::string& fn, const GptParams<float>& p, const GptConf
         throw ShapeError(fn + ": params has " + num(p.blocks.size()) + " blocks, expected L = " +
                          num(c.L) + " for config " + config_str(c));
     }
+    // Every tensor the forward reads (wte, wpe, each block's, the final LayerNorm, lm_head).
+    require_gpt_shapes(fn.c_str(), "params", p, c);
 }
 
 // The cache must be L layers of K and V, each [B, H, T_max, d].
@@ -138,6 +140,7 @@ KvCache make_kv_cache(const GptConfig& config, std::size_t B) {
         throw ShapeError(fn + ": B = 0 sequences, expected B >= 1");
     }
     const std::size_t d = config.D / config.H;
+    checked_size(fn, "the cache 2 x L x B x T_max x D", {2, config.L, B, config.T_max, config.D});
     KvCache cache;
     for (std::size_t l = 0; l < config.L; ++l) {
         // One K and one V per layer: each layer computes its own keys from its own input.
@@ -150,11 +153,14 @@ KvCache make_kv_cache(const GptConfig& config, std::size_t B) {
 
 std::size_t kv_cache_elements(const GptConfig& config, std::size_t B) {
     // K and V (2), per layer (L), per sequence (B), per position (T_max), D = H·d floats.
+    checked_size("wb::kv_cache_elements", "2 x L x B x T_max x D",
+                 {2, config.L, B, config.T_max, config.D});  // refuses a product that wraps
     return 2 * config.L * B * config.T_max * config.D;
 }
 
 std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B) {
-    return kv_cache_elements(config, B) * sizeof(float);
+    return checked_size("wb::kv_cache_bytes", "kv_cache_elements x 4 bytes",
+                        {kv_cache_elements(config, B), sizeof(float)});
 }
 
 Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,

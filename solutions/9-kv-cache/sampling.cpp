@@ -136,7 +136,8 @@ std::vector<std::int64_t> generate(const GptParams<float>& params, const GptConf
     if (prompt.empty()) {
         throw ShapeError(fn + ": the prompt is empty, expected at least one token");
     }
-    if (prompt.size() + max_new_tokens > config.T_max) {
+    // Compared without the sum, which would wrap around for max_new_tokens near SIZE_MAX.
+    if (prompt.size() > config.T_max || max_new_tokens > config.T_max - prompt.size()) {
         throw ValueError(fn + ": prompt of " + std::to_string(prompt.size()) + " tokens + " +
                          std::to_string(max_new_tokens) + " new tokens exceeds T_max = " +
                          std::to_string(config.T_max));

@@ -197,13 +197,14 @@ TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns 
 // ---- LayerNorm ------------------------------------------------------------------------------
 
 TEST_CASE("layer_norm_forward divides by D (correction 0) and matches F.layer_norm", "[layer_norm]") {
-    // By hand: x = [1, 2, 3, 4], eps = 0: mean 2.5, var = (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25,
+    // By hand: x = [1, 2, 3, 4], eps = 1e-12 (as good as 0; 0 is refused): mean 2.5,
+    // var = (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25,
     // rstd = 1/sqrt(1.25) = 0.894427191; y = (x - 2.5) · rstd (python math).
     // (Dividing by D - 1 = 3 would give var 5/3 and y[0] = -1.161895.)
     {
         const Mf x = {{1, 2, 3, 4}};
         Vf mean, rstd;
-        const Mf y = wb::layer_norm_forward(x, Vf{1, 1, 1, 1}, Vf{0, 0, 0, 0}, 0.0f, mean, rstd);
+        const Mf y = wb::layer_norm_forward(x, Vf{1, 1, 1, 1}, Vf{0, 0, 0, 0}, 1e-12f, mean, rstd);
         WB_CHECK_CLOSE(y, (Mf{{-1.34164079f, -0.447213595f, 0.447213595f, 1.34164079f}}), 1e-5,
                        "LayerNorm uses the biased variance Σ(x - mean)² / D (correction 0), "
                        "not / (D - 1): y[0] = -1.3416, not -1.1619");

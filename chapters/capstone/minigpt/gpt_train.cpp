@@ -137,7 +137,7 @@ inline void gelu_one(float u, float& y, float& grad) {
     const float cdf = 0.5f * (1.0f + x * p / q);  // Φ(u)
 
     float z = -0.5f * u * u;
-    z = z < -87.0f ? -87.0f : z;  // exp(-87) ~ 1.6e-38 is still a normal float
+    z = z >= -87.0f ? z : -87.0f;  // exp(-87) ~ 1.6e-38 is still a normal float; NaN too
     const float t = z * kLog2e + kRound;
     const float n = t - kRound;
     std::int32_t bits;
@@ -146,7 +146,8 @@ inline void gelu_one(float u, float& y, float& grad) {
     float e = kExpPoly[0];
     for (int i = 1; i < 6; ++i) e = e * r + kExpPoly[i];
     e = e * r * r + r + 1.0f;
-    const std::int32_t scale_bits = (bits - 0x4B400000 + 127) << 23;  // 2ⁿ
+    const std::uint32_t scale_bits = (static_cast<std::uint32_t>(bits) - 0x4B400000u + 127u)
+                                     << 23;  // 2ⁿ (unsigned: defined for any bits)
     float scale;
     std::memcpy(&scale, &scale_bits, sizeof scale);
     const float pdf = e * scale * kInvSqrt2Pi;  // φ(u) = exp(-u²/2) / sqrt(2 pi)

@@ -63,9 +63,9 @@ float learning_rate(std::size_t step, const TrainOptions& o) {
 }
 
 float clip_grad_norm(GptParams<float>& grads, float max_norm) {
-    if (!(max_norm > 0)) {
+    if (!(max_norm > 0) || !std::isfinite(max_norm)) {
         throw ValueError("wb::minigpt::clip_grad_norm: max_norm = " + num(max_norm) +
-                         ", expected > 0");
+                         ", expected > 0 and finite");
     }
     auto refs = parameters(grads);
     double sum = 0;  // in double: millions of squares

@@ -1,0 +1,47 @@
+#include "check.hpp"
+#include "6-masks/masks.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// Masks that are empty or too large to exist: each is refused with a ShapeError before any
+// element is read or allocated.
+
+namespace {
+using Bool3 = xt::xtensor<bool, 3>;
+}  // namespace
+
+TEST_CASE("combine_masks and from_forbidden refuse an empty mask", "[masks][errors]") {
+    const wb::Mask empty{Bool3::from_shape({0, 3, 3})};
+    const wb::Mask causal = wb::causal_mask(3);
+    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(empty, causal),
+                    "an empty mask has no batch 0 to share: check it before reading it",
+                    "wb::combine_masks", "[0, 3, 3]", "at least one element");
+    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(causal, empty),
+                    "either mask may be the empty one", "wb::combine_masks", "[0, 3, 3]");
+    const wb::Mask no_keys{Bool3::from_shape({1, 3, 0})};
+    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(no_keys, no_keys),
+                    "a mask with no keys is empty too", "wb::combine_masks", "[1, 3, 0]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::from_forbidden(Bool3::from_shape({0, 3, 3})),
+                    "from_forbidden must not make an empty mask", "wb::from_forbidden",
+                    "[0, 3, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::from_forbidden(Bool3::from_shape({2, 0, 3})),
+                    "no queries is empty too", "wb::from_forbidden", "[2, 0, 3]");
+}
+
+TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows",
+          "[masks][errors]") {
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_mask(SIZE_MAX),
+                    "T x T wraps around size_t: check the product before allocating",
+                    "wb::causal_mask", std::to_string(SIZE_MAX), "2^48");
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_mask(std::size_t(1) << 32),
+                    "2^32 x 2^32 = 2^64 is 0 in size_t", "wb::causal_mask", "4294967296");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::padding_mask({1}, std::size_t(1) << 32, std::size_t(1) << 32),
+                    "B x N x M wraps around", "wb::padding_mask", "4294967296");
+    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({1, 2}, SIZE_MAX, 3),
+                    "N = SIZE_MAX", "wb::padding_mask");
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({1}, std::size_t(1) << 32),
+                    "causal_padding_mask builds a causal mask of T x T", "4294967296");
+}
