@@ -227,7 +227,7 @@ TEST_CASE("save_model refuses a path that is not a regular file and leaves it as
     const std::string folder = (dir.path / "folder").string();
     fs::create_directories(folder);
     WB_CHECK_THROWS(FileError, wb::minigpt::save_model(folder, a), "a folder is not replaced",
-                    "wb::minigpt::save_model", folder, "a folder", "expected a regular file");
+                    "wb::minigpt::save_model", folder, "a directory", "expected a regular file");
     CHECK(fs::is_directory(folder));
 
     const std::string fifo = (dir.path / "fifo").string();
@@ -266,7 +266,7 @@ TEST_CASE("load_model refuses special, damaged and inconsistent files before rea
                     "a device is refused before it is read", "wb::minigpt::load_model",
                     "/dev/zero", "a character device", "expected a regular file");
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(dir.path.string()), "a folder is refused",
-                    "wb::minigpt::load_model", "a folder");
+                    "wb::minigpt::load_model", "a directory");
     const std::string fifo = (dir.path / "fifo").string();
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(fifo), "a FIFO is refused, not waited on",

@@ -1,5 +1,6 @@
 // Corpus loading, the train / held-out split, and the random-window loader.
 #include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/file_io.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -18,21 +19,9 @@ std::string bundled_corpus_path() { return WB_MINIGPT_CORPUS; }
 
 Corpus load_corpus(const std::string& path, std::size_t min_tokens) {
     const std::string fn = "wb::minigpt::load_corpus";
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-        throw FileError(fn + ": " + path + " is a directory (expected a UTF-8 text file)");
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw FileError(fn + ": cannot open " + path + " (" + std::strerror(errno) +
-                        "; expected a UTF-8 text file)");
-    }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw FileError(fn + ": cannot read " + path);
     Corpus c;
     c.path = path;
-    c.text = buffer.str();
+    c.text = read_regular_file(fn, path, kMaxCorpusBytes);  // bounded; no FIFO, no device
     if (c.text.empty()) {
         throw FileError(fn + ": " + path + " is empty (expected UTF-8 text, at least " +
                         std::to_string(min_tokens) + " characters)");

@@ -31,13 +31,18 @@ struct Corpus {
     std::vector<std::int64_t> ids;  ///< text encoded, one id per character
 };
 
+/// The largest corpus load_corpus reads: 256 MiB (its ids take 8 bytes per character more).
+inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t(256) << 20;
+
 /// Reads a UTF-8 text file and tokenizes it.
 /// @param path the corpus file
 /// @param min_tokens the fewest characters acceptable (e.g. enough for windows of T + 1
 ///        tokens in both splits)
 /// @return the text, its vocabulary and its ids
-/// @throws FileError naming the path if the file is missing, unreadable, a directory, empty,
-///         or not valid UTF-8 (the message gives the byte offset)
+/// @throws FileError naming the path if the file is missing, unreadable, not a regular file
+///         (a directory, a FIFO, a device: refused before anything is read), larger than
+///         kMaxCorpusBytes (the message states the limit), empty, or not valid UTF-8 (the
+///         message gives the byte offset)
 /// @throws ValueError naming the path if it holds fewer than min_tokens characters
 Corpus load_corpus(const std::string& path, std::size_t min_tokens);
 

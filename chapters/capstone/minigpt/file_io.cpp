@@ -21,7 +21,7 @@ namespace {
 std::string reason(int error) { return std::strerror(error); }
 
 const char* kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISDIR(mode)) return "a directory";
     if (S_ISFIFO(mode)) return "a FIFO";
     if (S_ISCHR(mode)) return "a character device";
     if (S_ISBLK(mode)) return "a block device";

@@ -8,12 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -71,20 +74,56 @@ void check_usage(const Cli& c) {
     }
 }
 
-// Option checks with plain messages ("--steps: expected a number > 0, got 'abc'"); CLI11's own
-// range checks print the whole range of a double instead.
-CLI::Validator number_check(bool allow_zero) {
+// Option checks with plain messages ("--steps: expected an integer in [1, 100000000], got
+// 'abc'"); CLI11's own range checks print the whole range of a double instead. Each value is
+// checked as the program will hold it: an integer option must be a whole number that fits its
+// range (2^64 is not silently clamped), a float option must stay finite and, where zero is not
+// allowed, positive once converted to float (1e-50 would become 0, 1e39 infinity).
+CLI::Validator integer_check(std::uint64_t min, std::uint64_t max) {
     return CLI::Validator(
-        [allow_zero](std::string& text) -> std::string {
+        [min, max](std::string& text) -> std::string {
+            const std::string want = "expected an integer in [" + std::to_string(min) + ", " +
+                                     std::to_string(max) + "], got '" + text + "'";
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+                return want;
+            }
+            errno = 0;
+            const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+            if (errno == ERANGE || v < min || v > max) return want;
+            return std::string();
+        },
+        "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+CLI::Validator number_check(bool allow_zero, double max = 3.4e38) {
+    return CLI::Validator(
+        [allow_zero, max](std::string& text) -> std::string {
             char* end = nullptr;
             const double v = std::strtod(text.c_str(), &end);
-            const std::string want = allow_zero ? "a number >= 0" : "a number > 0";
-            if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || (!allow_zero && v == 0)) {
+            const auto as_float = static_cast<float>(v);
+            char bound[32];
+            std::snprintf(bound, sizeof bound, "%g", max);
+            const std::string want = std::string(allow_zero ? "a number >= 0" : "a number > 0") +
+                                     (max < 3.4e38 ? std::string(" and <= ") + bound
+                                                   : std::string(" that is finite as a float"));
+            if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > max ||
+                !std::isfinite(as_float) || (!allow_zero && !(as_float > 0.0f))) {
                 return "expected " + want + ", got '" + text + "'";
             }
             return std::string();
         },
         allow_zero ? ">= 0" : "> 0");
+}
+
+// The largest values the program can honour: more steps would not fit the loss log, more
+// characters would not be generated in any reasonable time, more threads than the machine's
+// hardware threads only wait on each other (and can hang OpenBLAS under a memory limit).
+constexpr std::uint64_t kMaxSteps = 100000000;
+constexpr std::uint64_t kMaxNewTokens = 10000000;
+constexpr std::uint64_t kMaxWidth = 1u << 16;
+std::uint64_t max_threads() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 256 : n;
 }
 
 std::string with_commas(std::size_t n) {
@@ -246,48 +285,60 @@ int main(int argc, char** argv) {
     t.warmup = 50;
     t.eval_interval = 100;
     t.threads = 0;
-    app.add_option("--steps", t.steps, "optimizer steps")->check(number_check(false));
+    app.add_option("--steps", t.steps, "optimizer steps")->check(integer_check(1, kMaxSteps));
     app.add_option("--time-limit", t.time_limit_s,
                    "stop training after this many seconds (0: no limit)")
         ->check(number_check(true));
-    app.add_option("--batch", t.batch, "windows per step (B)")->check(number_check(false));
-    app.add_option("--context", t.context, "tokens per window, the model's T_max (T)")
-        ->check(number_check(false));
-    app.add_option("--d-model", c.d_model, "model width (D)")->check(number_check(false));
+    app.add_option("--batch", t.batch, "windows per step (B)")->check(integer_check(1, kMaxWidth));
+    // T_max = 1 leaves no room for a prompt beside a new token: such a model never generates.
+    app.add_option("--context", t.context, "tokens per window, the model's T_max (T), >= 2")
+        ->check(integer_check(2, kMaxWidth));
+    app.add_option("--d-model", c.d_model, "model width (D)")->check(integer_check(1, kMaxWidth));
     app.add_option("--heads", c.heads, "attention heads (H), must divide D")
-        ->check(number_check(false));
-    app.add_option("--layers", c.layers, "transformer blocks (L)")->check(number_check(false));
+        ->check(integer_check(1, kMaxWidth));
+    app.add_option("--layers", c.layers, "transformer blocks (L)")
+        ->check(integer_check(1, 1024));
     app.add_option("--lr", t.lr, "peak learning rate")->check(number_check(false));
     app.add_option("--min-lr", t.min_lr, "learning rate at the end of the cosine")
         ->check(number_check(true));
     app.add_option("--warmup", t.warmup, "steps of linear warm-up (default: 50, at most steps / 10)")
-        ->check(number_check(true));
+        ->check(integer_check(0, kMaxSteps));
     app.add_option("--weight-decay", t.weight_decay, "AdamW's decoupled weight decay")
         ->check(number_check(true));
     app.add_option("--grad-clip", t.grad_clip, "largest global gradient norm (0: off)")
         ->check(number_check(true));
     app.add_option("--eval-interval", t.eval_interval,
                    "held-out evaluation every this many steps (0: first and last only)")
-        ->check(number_check(true));
+        ->check(integer_check(0, kMaxSteps));
     app.add_option("--eval-batches", t.eval_batches, "held-out batches per evaluation")
-        ->check(number_check(false));
+        ->check(integer_check(1, 1000000));
     app.add_option("--seed", t.seed, "seeds the batches and the sampling")
-        ->check(number_check(true));
+        ->check(integer_check(0, UINT64_MAX));
     app.add_option("--model-seed", c.model_seed, "seeds the initial weights")
-        ->check(number_check(true));
-    app.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: the default)")
-        ->check(number_check(true));
+        ->check(integer_check(0, UINT64_MAX));
+    app.add_option("--threads", t.threads,
+                   "OpenMP and OpenBLAS threads (0: the default), at most the hardware threads")
+        ->check(integer_check(0, max_threads()));
     app.add_option("--corpus", c.corpus, "UTF-8 text file to train on");
     app.add_option("--out", c.out, "where to save the checkpoint (the vocabulary, the loss "
                                    "log and the loss curve go beside it)");
     app.add_option("--load", c.load, "skip training: generate from this checkpoint");
     app.add_option("--prompt", c.prompt, "text to continue (empty: start a new line)");
     app.add_option("--max-new-tokens", c.max_new_tokens, "characters to generate")
-        ->check(number_check(true));
-    app.add_option("--temperature", c.sampling.temperature, "sampling temperature (> 0)")
-        ->check(number_check(false));
+        ->check(integer_check(0, kMaxNewTokens));
+    // Logits divided by a temperature below 1e-3 or above 1e3 leave float's useful range.
+    app.add_option("--temperature", c.sampling.temperature,
+                   "sampling temperature, in [0.001, 1000]")
+        ->check(number_check(false, 1000.0) & CLI::Validator(
+                                                   [](std::string& text) -> std::string {
+                                                       return std::strtod(text.c_str(), nullptr) < 1e-3
+                                                                  ? "expected a number in [0.001, 1000], got '" +
+                                                                        text + "'"
+                                                                  : std::string();
+                                                   },
+                                                   ">= 0.001"));
     app.add_option("--top-k", c.sampling.top_k, "sample among the k most likely (0: all)")
-        ->check(number_check(true));
+        ->check(integer_check(0, UINT64_MAX));
     app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")
         ->check(number_check(false) & CLI::Validator(
                                            [](std::string& text) -> std::string {
@@ -305,6 +356,18 @@ int main(int argc, char** argv) {
         if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
         check_usage(c);
         if (c.load.empty()) check_out(c);  // before training, not after
+        if (!c.load.empty()) {
+            // The model file fixes the shape and the training is over: say so, not ignore.
+            for (const char* name :
+                 {"--steps", "--time-limit", "--batch", "--context", "--d-model", "--heads",
+                  "--layers", "--lr", "--min-lr", "--warmup", "--weight-decay", "--grad-clip",
+                  "--eval-interval", "--eval-batches", "--model-seed", "--corpus", "--out"}) {
+                if (app.count(name) > 0) {
+                    throw UsageError(std::string(name) + " has no effect with --load (the model "
+                                     "file fixes the model and its training); leave it out");
+                }
+            }
+        }
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
