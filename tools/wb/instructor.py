@@ -357,12 +357,12 @@ def cmd_grade(args):
             outcome = run_checks(build_dir, label, args.jobs, args.timeout)
         else:
             outcome = Outcome([], compiled=False, build_log=log[-20000:], time=time.time())
-        save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
             where, lines = first_error(log, [shown(variables[f"WB_IMPL_DIR_{label}"]),
                                              f"chapters/{chapter.folder}"])
             error = next((l for l in lines if "error" in l), lines[0] if lines else "")
             note = (note + "; " if note else "") + "does not compile: " + (
                 where + ": " if where else "") + error.strip()[:200]
+        save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
         checks = [{"name": short_name(c.name), "passed": c.passed,
                    "lines": [] if c.passed else failure_lines(c)} for c in outcome.checks]
         if not checks:

@@ -181,9 +181,12 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
                         + (f" (its spec is its comment in {header};" if header else " (")
                         + f" the task is in {chapter.guide})")
         else:
+            owner = next((c for c in course.chapters if path.startswith(f"chapters/{c.folder}/")),
+                         None)
+            use = f"`tools/workbook use {owner.number} reference`" if owner else \
+                "`tools/workbook use N reference`"
             out += para(f"next: this check calls wb::{name} of an earlier chapter: write it in "
-                        f"{path}:{line}, or build that chapter from the reference "
-                        f"(`tools/workbook use N reference`)")
+                        f"{path}:{line}, or build that chapter from the reference ({use})")
     else:
         _, hints = hints_for(first, chapter, mistake)
         what = f"wb::{function}" if function else f"the code that check calls ({first.file}:{first.line})"
