@@ -329,14 +329,14 @@ int main(int argc, char** argv) {
     // Logits divided by a temperature below 1e-3 or above 1e3 leave float's useful range.
     app.add_option("--temperature", c.sampling.temperature,
                    "sampling temperature, in [0.001, 1000]")
-        ->check(number_check(false, 1000.0) & CLI::Validator(
-                                                   [](std::string& text) -> std::string {
-                                                       return std::strtod(text.c_str(), nullptr) < 1e-3
-                                                                  ? "expected a number in [0.001, 1000], got '" +
-                                                                        text + "'"
-                                                                  : std::string();
-                                                   },
-                                                   ">= 0.001"));
+        ->check(number_check(false, 1000.0) &
+                CLI::Validator(
+                    [](std::string& text) -> std::string {
+                        return std::strtod(text.c_str(), nullptr) < 1e-3
+                                   ? "expected a number in [0.001, 1000], got '" + text + "'"
+                                   : std::string();
+                    },
+                    ">= 0.001"));
     app.add_option("--top-k", c.sampling.top_k, "sample among the k most likely (0: all)")
         ->check(integer_check(0, UINT64_MAX));
     app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")

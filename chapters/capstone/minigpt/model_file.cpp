@@ -27,7 +27,9 @@ void put_u64(std::string& out, std::uint64_t v) {
 }
 std::uint64_t get_u64(const std::string& in, std::size_t at) {
     std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
+    for (int i = 0; i < 8; ++i) {
+        v |= std::uint64_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
+    }
     return v;
 }
 std::uint64_t hash_of(const std::string& bytes, std::size_t size) {
@@ -183,7 +185,9 @@ Model load_model(const std::string& path) {
                         " (the header alone is " + std::to_string(kModelHeaderBytes) + " bytes)");
     }
     std::uint32_t version = 0;
-    for (int i = 0; i < 4; ++i) version |= std::uint32_t(static_cast<unsigned char>(header[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i) {
+        version |= std::uint32_t(static_cast<unsigned char>(header[8 + i])) << (8 * i);
+    }
     if (version != kModelVersion) {
         throw FileError(fn + ": " + path + ": format version " + std::to_string(version) +
                         ", expected " + std::to_string(kModelVersion));
