@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
+from .guidecheck import check_pair, normalise_fence, normalise_formula
 from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
@@ -204,10 +205,9 @@ def guide_structure(text):
     prose = re.sub(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", "", text, flags=re.S | re.M)
     return {
         "headings": [len(h) for h in re.findall(r"^(#{1,6}) ", prose, re.M)],
-        "formulas": [f.strip() for f in re.findall(r"\$\$(.+?)\$\$", prose, re.S)],
-        # mermaid labels may be translated; other code blocks must be identical
-        "code blocks": [(lang.strip(), "" if lang.strip() == "mermaid" else body)
-                        for lang, body in fences],
+        # \text{} words, mermaid labels and plain diagrams may be translated (guidecheck.py)
+        "formulas": [normalise_formula(f) for f in re.findall(r"\$\$(.+?)\$\$", prose, re.S)],
+        "code blocks": [normalise_fence(lang, body) for lang, body in fences],
         "tables": [line.count("|") for line in prose.splitlines()
                    if re.match(r"^\s*\|[-:| ]+\|\s*$", line)],
     }
@@ -232,6 +232,10 @@ def cmd_guides(args):
         for key in differ:
             print(f"{name:<14} {key} differ: English has {len(a[key])}, Chinese {len(b[key])}"
                   + ("" if len(a[key]) != len(b[key]) else " (same count, different content)"))
+        chapter_guide = english.parent.parent == ROOT / "chapters"  # the glossary's scope
+        for line in check_pair(english.read_text(), chinese.read_text(), terms=chapter_guide):
+            print(f"{name:<14} {line}")
+            differ.append(line)
         if not differ:
             print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
                   f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
