@@ -95,18 +95,21 @@ CLI::Validator integer_check(std::uint64_t min, std::uint64_t max) {
         "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
 }
 
-CLI::Validator number_check(bool allow_zero, double max = 3.4e38) {
+CLI::Validator number_check(bool allow_zero, double max = 3.4e38, double min = 0) {
     return CLI::Validator(
-        [allow_zero, max](std::string& text) -> std::string {
+        [allow_zero, max, min](std::string& text) -> std::string {
             char* end = nullptr;
             const double v = std::strtod(text.c_str(), &end);
             const auto as_float = static_cast<float>(v);
-            char bound[32];
-            std::snprintf(bound, sizeof bound, "%g", max);
-            const std::string want = std::string(allow_zero ? "a number >= 0" : "a number > 0") +
-                                     (max < 3.4e38 ? std::string(" and <= ") + bound
-                                                   : std::string(" that is finite as a float"));
-            if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > max ||
+            char range[64], top[32];
+            std::snprintf(range, sizeof range, "a number in [%g, %g]", min, max);
+            std::snprintf(top, sizeof top, "%g", max);
+            const std::string want =
+                min > 0 ? std::string(range)
+                        : std::string(allow_zero ? "a number >= 0" : "a number > 0") +
+                              (max < 3.4e38 ? std::string(" and <= ") + top
+                                            : std::string(" that is finite as a float"));
+            if (text.empty() || *end != '\0' || !std::isfinite(v) || v < min || v > max ||
                 !std::isfinite(as_float) || (!allow_zero && !(as_float > 0.0f))) {
                 return "expected " + want + ", got '" + text + "'";
             }
@@ -329,25 +332,11 @@ int main(int argc, char** argv) {
     // Logits divided by a temperature below 1e-3 or above 1e3 leave float's useful range.
     app.add_option("--temperature", c.sampling.temperature,
                    "sampling temperature, in [0.001, 1000]")
-        ->check(number_check(false, 1000.0) &
-                CLI::Validator(
-                    [](std::string& text) -> std::string {
-                        return std::strtod(text.c_str(), nullptr) < 1e-3
-                                   ? "expected a number in [0.001, 1000], got '" + text + "'"
-                                   : std::string();
-                    },
-                    ">= 0.001"));
+        ->check(number_check(false, 1000.0, 1e-3));
     app.add_option("--top-k", c.sampling.top_k, "sample among the k most likely (0: all)")
         ->check(integer_check(0, UINT64_MAX));
     app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")
-        ->check(number_check(false) & CLI::Validator(
-                                           [](std::string& text) -> std::string {
-                                               return std::strtod(text.c_str(), nullptr) > 1.0
-                                                          ? "expected a number in (0, 1], got '" +
-                                                                text + "'"
-                                                          : std::string();
-                                           },
-                                           "<= 1"));
+        ->check(number_check(false, 1.0));
     app.add_flag("--greedy", c.greedy, "always take the most likely character");
 
     try {
