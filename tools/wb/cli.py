@@ -9,6 +9,7 @@ from .bench import cmd_bench
 from .common import ROOT, WorkbookError
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
 from .learner import cmd_check, cmd_hint, cmd_next, cmd_status, cmd_use, cmd_watch
+from .quiz import cmd_quiz
 
 class Parser(argparse.ArgumentParser):
     """Reports a bad argument in one line (and exit status 2) instead of the usage text."""
@@ -64,6 +65,16 @@ def main(argv=None):
     p.add_argument("--rerun", action="store_true", help="run the checks even if results exist")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_hint)
+
+    p = verbs.add_parser("quiz", help="answer a chapter's numeric \"Before you code\" questions",
+                         description="Asks the numeric questions of CHAPTER's \"Before you code\" "
+                         "section one by one and checks each answer within its tolerance (the "
+                         "answers are folded in the guide). Exit status 0 when all are right.")
+    p.add_argument("chapter", help="3, chapter3 or capstone")
+    p.add_argument("--only", nargs="*", type=int, metavar="N", help="ask only question(s) N")
+    p.add_argument("--list", action="store_true", help="list the questions and stop")
+    p.add_argument("--zh", action="store_true", help="ask from the Chinese guide (README.zh.md)")
+    p.set_defaults(func=cmd_quiz)
 
     p = verbs.add_parser("grade", help="build a student's tree, run every check, report",
                          description="Builds a student's tree (a copy of the repository or its "
