@@ -15,6 +15,8 @@ Doxygen site. Doxygen 1.9 reads some of that Markdown differently, so this filte
   - the first heading of a guide into its page title, with a name after the chapter:
     `chapter4_guide` and `chapter4_guide_zh` (see page_label), whatever the build path, and
     the language switch above it into the page's first line;
+  - a folded answer (`<details><summary>…</summary>`, one paragraph, `</details>`) into one
+    paragraph, which Doxygen 1.9 keeps inside the fold;
   - in the Chinese guides, a line break between two Chinese characters into nothing (a browser
     would show a space in the middle of the sentence), and a code span or bold right after a
     Chinese character gets an invisible `&zwnj;` before it (Doxygen 1.9 reads it as part of
@@ -101,8 +103,23 @@ def join_cjk_lines(text):
     return "".join(blocks)
 
 
+DETAILS = re.compile(r"<details>\s*<summary>(.*?)</summary>[ \t]*\n[ \t]*\n(.*?)\n[ \t]*\n"
+                     r"[ \t]*</details>", re.S)
+
+
+def fold_details(text):
+    """A folded answer, `<details><summary>…</summary>`, a paragraph and `</details>`, as one
+    paragraph: Doxygen 1.9 would otherwise close the fold at the first empty line. The lines
+    taken out go after it, as empty lines."""
+    def one(m):
+        body = re.sub(r"[ \t]*\n[ \t]*", " ", m.group(2).strip())
+        return (f"<details><summary>{m.group(1)}</summary> {body} </details>"
+                + "\n" * m.group(0).count("\n"))
+    return DETAILS.sub(one, text)
+
+
 def convert_prose(text, relative):
-    text = join_cjk_lines(text)
+    text = fold_details(join_cjk_lines(text))
     kept = []
 
     def keep(m):
