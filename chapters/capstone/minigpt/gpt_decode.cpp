@@ -1,14 +1,17 @@
 // The mini-GPT's fast decode (see gpt_decode.hpp): chapter 9's prefill / decode_step on
 // packed weights and preallocated buffers, one OpenMP parallel region per token.
 //
-// One token at position t runs, per block:
-//   LayerNorm 1 (every thread, into its own buffer)  ->  [q k v] = W_qkv ln + b  (panels shared)
-//   -> k, v into the cache at t                       -> barrier
-//   -> each head: scores over [0, t], softmax, weighted sum of v (heads shared)  -> barrier
-//   -> x += W_o att + b_o (panels shared)             -> barrier
-//   -> LayerNorm 2 (every thread)  -> fc = GELU(W_fc ln + b) (panels shared)  -> barrier
-//   -> x += W_proj fc + b_proj (panels shared)        -> barrier
-// then the final LayerNorm and the logits = lm_head ln (panels shared).
+// One token at position t is one OpenMP parallel region with two barriers per block:
+//   every thread: LayerNorm 1 of its own copy of the residual stream x (all copies equal)
+//   each head, on one thread: q, k, v of the head (rows of w_q, w_k, w_v), k and v into the
+//     head's cache at t, the head's attention over [0, t], and its share of the output
+//     projection, w_o[:, head] · att_head                         -> barrier
+//   every thread: x += the heads' shares, summed in head order, + b_o; LayerNorm 2
+//   each chunk of 64 hidden units, on one thread: GELU(w_fc[chunk] · ln + b_fc[chunk]) and its
+//     share of the projection, w_proj[:, chunk] · hidden[chunk]  -> barrier
+//   every thread: x += the chunks' shares, summed in chunk order, + b_proj
+// then the final LayerNorm and the logits = lm_head ln (the lm_head's panels shared). Every
+// share and every sum has an order set by the shapes, never by the thread count.
 //
 // A weight matrix [out, in] is stored as panels of 16 outputs: panel p holds, for each input
 // i in order, the 16 weights W[16p .. 16p+15][i]. A product walks its panels front to back:
@@ -86,6 +89,7 @@ struct Buffer {
 // groups of 8, each group one stream [in][8][16] (the 8 panels' weights of input i side by
 // side); the panels past the last whole group are stored one by one, [in][16] each.
 constexpr std::size_t kGroup = 8;
+constexpr std::size_t kChunk = 64;  // hidden units of the FFN per chunk (4 panels)
 
 struct Panels {
     std::size_t out = 0, in = 0, count = 0, groups = 0;
@@ -107,23 +111,40 @@ struct Panels {
     }
 };
 
-// Packs the rows of one or more [rows_k, in] matrices, stacked, into panels.
-Panels pack(std::initializer_list<const Mat<float>*> parts) {
+// A block of a weight matrix: rows [r0, r0 + rows), columns [c0, c0 + cols).
+struct Slice {
+    const Mat<float>* m;
+    std::size_t r0, rows, c0, cols;
+};
+
+Slice whole(const Mat<float>& m) { return {&m, 0, m.shape(0), 0, m.shape(1)}; }
+
+// Packs the rows of one or more blocks of the same width, stacked, into panels.
+Panels pack(std::initializer_list<Slice> parts) {
     Panels p;
-    p.in = (*parts.begin())->shape(1);
-    for (const Mat<float>* m : parts) p.out += m->shape(0);
+    p.in = parts.begin()->cols;
+    for (const Slice& b : parts) p.out += b.rows;
     p.count = (p.out + kLanes - 1) / kLanes;
     p.groups = p.count / kGroup;
     p.w = Buffer(p.count * p.in * kLanes);
     std::size_t row = 0;
-    for (const Mat<float>* m : parts) {
-        for (std::size_t r = 0; r < m->shape(0); ++r, ++row) {
+    for (const Slice& b : parts) {
+        const std::size_t ld = b.m->shape(1);
+        for (std::size_t r = 0; r < b.rows; ++r, ++row) {
             const std::size_t panel = row / kLanes, lane = row % kLanes;
-            const float* src = m->data() + r * p.in;
+            const float* src = b.m->data() + (b.r0 + r) * ld + b.c0;
             for (std::size_t i = 0; i < p.in; ++i) p.w.data[p.at(panel, i) + lane] = src[i];
         }
     }
     return p;
+}
+
+// Elements [at, at + n) of a vector.
+Buffer part_of(const Vec<float>& v, std::size_t at, std::size_t n) {
+    Buffer b(n);
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(at),
+              v.begin() + static_cast<std::ptrdiff_t>(at + n), b.data);
+    return b;
 }
 
 Buffer copy_of(std::initializer_list<const Vec<float>*> parts) {
@@ -304,32 +325,47 @@ std::pair<std::size_t, std::size_t> share(std::size_t count, int tid, int nth) {
 struct GptDecoder::Impl {
     GptConfig c;
     std::size_t D, H, d, F, V, tp;  // tp: T_max rounded up to 16 (the transposed keys' row)
+    std::size_t Dp;                 // D rounded up to 16 (a product's padded output)
+    std::size_t chunks;             // the FFN's chunks of kChunk hidden units
     float eps, scale;
+    struct Head {
+        Panels qkv;    // rows h·d .. h·d + d of w_q, w_k, w_v: [3d, D]
+        Buffer b_qkv;  // [3d]
+        Panels o;      // columns h·d .. h·d + d of w_o: [D, d]
+        Buffer kt;     // [d][tp] this head's keys, transposed
+        Buffer v;      // [tp][d] this head's values
+    };
+    struct Chunk {
+        Panels fc;    // rows of w_fc: [n, D]
+        Buffer b_fc;  // [n]
+        Panels proj;  // the same columns of w_proj: [D, n]
+    };
     struct Layer {
-        Buffer ln1_g, ln1_b, b_qkv, b_o, ln2_g, ln2_b, b_fc, b_proj;
-        Panels qkv, o, fc, proj;
-        Buffer kt;  // [H][d][tp] keys, transposed per head
-        Buffer v;   // [H][tp][d] values
+        Buffer ln1_g, ln1_b, b_o, ln2_g, ln2_b, b_proj;
+        std::vector<Head> heads;
+        std::vector<Chunk> chunks;
     };
     std::vector<Layer> layers;
     Buffer wte, wpe, lnf_g, lnf_b;
     Panels head;
     // Activations of the token being decoded.
-    Buffer x;       // [D] residual stream
-    Buffer ln;      // [threads][D] each thread's LayerNorm output
-    Buffer y;       // [3D padded to 16] products of q, k, v and of w_o, w_proj before their epilogue
-    Buffer q;       // [D]
-    Buffer att;     // [D] heads merged
-    Buffer fc;      // [4D]
-    Buffer scores;  // [H][tp]
-    Buffer logits;  // [V padded to 16]
+    Buffer x;          // [threads][Dp] each thread's copy of the residual stream (all equal)
+    Buffer ln;         // [threads][Dp] each thread's LayerNorm output
+    Buffer qkv;        // [H][3d padded to 16] each head's q, k, v
+    Buffer att;        // [H][d] each head's attention output
+    Buffer scores;     // [H][tp]
+    Buffer part_o;     // [H][Dp] each head's share of w_o · att
+    Buffer hidden;     // [chunks][kChunk] each chunk's GELU(fc)
+    Buffer part_proj;  // [chunks][Dp] each chunk's share of w_proj · hidden
+    Buffer logits;     // [V padded to 16]
     std::size_t length = 0;
-    int ln_threads = 0;
+    int threads = 0;
 
     void ensure_threads(int n) {
-        if (n <= ln_threads) return;
-        ln = Buffer(static_cast<std::size_t>(n) * round_up(D, kLanes));
-        ln_threads = n;
+        if (n <= threads) return;
+        x = Buffer(static_cast<std::size_t>(n) * Dp);
+        ln = Buffer(static_cast<std::size_t>(n) * Dp);
+        threads = n;
     }
 
     const float* run(std::int64_t token);
@@ -338,57 +374,62 @@ struct GptDecoder::Impl {
 const float* GptDecoder::Impl::run(std::int64_t token) {
     const std::size_t pos = length;
     const auto id = static_cast<std::size_t>(token);
-    for (std::size_t j = 0; j < D; ++j) x.data[j] = wte.data[id * D + j] + wpe.data[pos * D + j];
     ensure_threads(omp_get_max_threads());
-    const std::size_t ld = round_up(D, kLanes);
+    const std::size_t qkv_ld = round_up(3 * d, kLanes);
 
 #pragma omp parallel
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        float* my_ln = ln.data + static_cast<std::size_t>(tid) * ld;
+        float* my_x = x.data + static_cast<std::size_t>(tid) * Dp;
+        float* my_ln = ln.data + static_cast<std::size_t>(tid) * Dp;
+        for (std::size_t j = 0; j < D; ++j) my_x[j] = wte.data[id * D + j] + wpe.data[pos * D + j];
+        const auto [h0, h1] = share(H, tid, nth);
+        const auto [c0, c1] = share(chunks, tid, nth);
         for (Layer& L : layers) {
-            // Attention half: LayerNorm 1, then q, k, v of the new token.
-            layer_norm(x.data, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
-            auto [p0, p1] = L.qkv.share(tid, nth);
-            panel_products(L.qkv.w.data, D, L.qkv.groups, p0, p1, my_ln, y.data);
-            for (std::size_t r = p0 * kLanes; r < std::min(p1 * kLanes, 3 * D); ++r) {
-                const float value = y.data[r] + L.b_qkv.data[r];
-                if (r < D) {
-                    q.data[r] = value;
-                } else if (r < 2 * D) {
-                    const std::size_t h = (r - D) / d, e = (r - D) % d;
-                    L.kt.data[(h * d + e) * tp + pos] = value;
-                } else {
-                    const std::size_t h = (r - 2 * D) / d, e = (r - 2 * D) % d;
-                    L.v.data[(h * tp + pos) * d + e] = value;
-                }
-            }
-#pragma omp barrier
-            auto [h0, h1] = share(H, tid, nth);
+            // Attention half, one head at a time: q, k, v of the head, the head's attention,
+            // and its share of the output projection, w_o[:, head] · att_head.
+            layer_norm(my_x, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
             for (std::size_t h = h0; h < h1; ++h) {
-                attend(q.data + h * d, L.kt.data + h * d * tp, L.v.data + h * tp * d, pos + 1, d,
-                       tp, scale, scores.data + h * tp, att.data + h * d);
+                Head& hd = L.heads[h];
+                float* y = qkv.data + h * qkv_ld;
+                panel_products(hd.qkv.w.data, D, hd.qkv.groups, 0, hd.qkv.count, my_ln, y);
+                for (std::size_t e = 0; e < d; ++e) {
+                    y[e] += hd.b_qkv.data[e];
+                    hd.kt.data[e * tp + pos] = y[d + e] + hd.b_qkv.data[d + e];
+                    hd.v.data[pos * d + e] = y[2 * d + e] + hd.b_qkv.data[2 * d + e];
+                }
+                attend(y, hd.kt.data, hd.v.data, pos + 1, d, tp, scale, scores.data + h * tp,
+                       att.data + h * d);
+                panel_products(hd.o.w.data, d, hd.o.groups, 0, hd.o.count, att.data + h * d,
+                               part_o.data + h * Dp);
             }
 #pragma omp barrier
-            auto [o0, o1] = L.o.share(tid, nth);
-            panel_products(L.o.w.data, D, L.o.groups, o0, o1, att.data, y.data);
-            for (std::size_t r = o0 * kLanes; r < std::min(o1 * kLanes, D); ++r)
-                x.data[r] += y.data[r] + L.b_o.data[r];
+            // Every thread adds the heads' shares in head order: the same x everywhere.
+            for (std::size_t j = 0; j < D; ++j) {
+                float sum = part_o.data[j];
+                for (std::size_t h = 1; h < H; ++h) sum += part_o.data[h * Dp + j];
+                my_x[j] += sum + L.b_o.data[j];
+            }
+            // FFN half, one chunk of hidden units at a time: GELU(w_fc[chunk] · ln + b), and
+            // its share of the projection, w_proj[:, chunk] · hidden[chunk].
+            layer_norm(my_x, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
+            for (std::size_t c = c0; c < c1; ++c) {
+                Chunk& ch = L.chunks[c];
+                float* hid = hidden.data + c * kChunk;
+                panel_products(ch.fc.w.data, D, ch.fc.groups, 0, ch.fc.count, my_ln, hid);
+                bias_gelu(hid, ch.b_fc.data, 0, ch.fc.out);
+                panel_products(ch.proj.w.data, ch.fc.out, ch.proj.groups, 0, ch.proj.count, hid,
+                               part_proj.data + c * Dp);
+            }
 #pragma omp barrier
-            // FFN half: LayerNorm 2, fc with GELU, the projection back onto the residual.
-            layer_norm(x.data, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
-            auto [f0, f1] = L.fc.share(tid, nth);
-            panel_products(L.fc.w.data, D, L.fc.groups, f0, f1, my_ln, fc.data);
-            bias_gelu(fc.data, L.b_fc.data, f0 * kLanes, std::min(f1 * kLanes, F));
-#pragma omp barrier
-            auto [j0, j1] = L.proj.share(tid, nth);
-            panel_products(L.proj.w.data, F, L.proj.groups, j0, j1, fc.data, y.data);
-            for (std::size_t r = j0 * kLanes; r < std::min(j1 * kLanes, D); ++r)
-                x.data[r] += y.data[r] + L.b_proj.data[r];
-#pragma omp barrier
+            for (std::size_t j = 0; j < D; ++j) {
+                float sum = part_proj.data[j];
+                for (std::size_t c = 1; c < chunks; ++c) sum += part_proj.data[c * Dp + j];
+                my_x[j] += sum + L.b_proj.data[j];
+            }
         }
-        layer_norm(x.data, lnf_g.data, lnf_b.data, D, eps, my_ln);
-        auto [v0, v1] = head.share(tid, nth);
+        layer_norm(my_x, lnf_g.data, lnf_b.data, D, eps, my_ln);
+        const auto [v0, v1] = head.share(tid, nth);
         panel_products(head.w.data, D, head.groups, v0, v1, my_ln, logits.data);
     }
     length = pos + 1;
@@ -411,9 +452,11 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     m.F = 4 * config.D;
     m.V = config.V;
     m.tp = round_up(config.T_max, kLanes);
+    m.Dp = round_up(config.D, kLanes);
+    m.chunks = (m.F + kChunk - 1) / kChunk;
     m.eps = static_cast<float>(kGptLayerNormEps);
     m.scale = 1.0f / std::sqrt(static_cast<float>(m.d));
-    const std::size_t D = m.D, F = m.F;
+    const std::size_t D = m.D, F = m.F, d = m.d;
     require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
     require_shape(kName, "wpe [T_max, D]", p.wpe, {config.T_max, D});
     require_shape(kName, "ln_f_g [D]", p.ln_f_g, {D});
@@ -431,18 +474,33 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
         Impl::Layer L;
         L.ln1_g = copy_of({&b.ln1_g});
         L.ln1_b = copy_of({&b.ln1_b});
-        L.qkv = pack({&b.w_q, &b.w_k, &b.w_v});
-        L.b_qkv = copy_of({&b.b_q, &b.b_k, &b.b_v});
-        L.o = pack({&b.w_o});
         L.b_o = copy_of({&b.b_o});
         L.ln2_g = copy_of({&b.ln2_g});
         L.ln2_b = copy_of({&b.ln2_b});
-        L.fc = pack({&b.w_fc});
-        L.b_fc = copy_of({&b.b_fc});
-        L.proj = pack({&b.w_proj});
         L.b_proj = copy_of({&b.b_proj});
-        L.kt = Buffer(m.H * m.d * m.tp);
-        L.v = Buffer(m.H * m.tp * m.d);
+        for (std::size_t h = 0; h < m.H; ++h) {
+            Impl::Head hd;
+            hd.qkv = pack({Slice{&b.w_q, h * d, d, 0, D}, Slice{&b.w_k, h * d, d, 0, D},
+                           Slice{&b.w_v, h * d, d, 0, D}});
+            hd.b_qkv = Buffer(3 * d);
+            for (std::size_t e = 0; e < d; ++e) {
+                hd.b_qkv.data[e] = b.b_q(h * d + e);
+                hd.b_qkv.data[d + e] = b.b_k(h * d + e);
+                hd.b_qkv.data[2 * d + e] = b.b_v(h * d + e);
+            }
+            hd.o = pack({Slice{&b.w_o, 0, D, h * d, d}});
+            hd.kt = Buffer(d * m.tp);
+            hd.v = Buffer(m.tp * d);
+            L.heads.push_back(std::move(hd));
+        }
+        for (std::size_t c = 0; c < m.chunks; ++c) {
+            const std::size_t r0 = c * kChunk, n = std::min(kChunk, F - r0);
+            Impl::Chunk ch;
+            ch.fc = pack({Slice{&b.w_fc, r0, n, 0, D}});
+            ch.b_fc = part_of(b.b_fc, r0, n);
+            ch.proj = pack({Slice{&b.w_proj, 0, D, r0, n}});
+            L.chunks.push_back(std::move(ch));
+        }
         m.layers.push_back(std::move(L));
     }
     m.wte = Buffer(p.wte.size());
@@ -451,13 +509,13 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     std::copy(p.wpe.begin(), p.wpe.end(), m.wpe.data);
     m.lnf_g = copy_of({&p.ln_f_g});
     m.lnf_b = copy_of({&p.ln_f_b});
-    m.head = pack({&p.lm_head});
-    m.x = Buffer(round_up(D, kLanes));
-    m.y = Buffer((m.layers.empty() ? 0 : m.layers[0].qkv.count) * kLanes + kLanes);
-    m.q = Buffer(round_up(D, kLanes));
-    m.att = Buffer(round_up(D, kLanes));
-    m.fc = Buffer(round_up(F, kLanes));
+    m.head = pack({whole(p.lm_head)});
+    m.qkv = Buffer(m.H * round_up(3 * d, kLanes));
+    m.att = Buffer(D);
     m.scores = Buffer(m.H * m.tp);
+    m.part_o = Buffer(m.H * m.Dp);
+    m.hidden = Buffer(m.chunks * kChunk);
+    m.part_proj = Buffer(m.chunks * m.Dp);
     m.logits = Buffer(m.head.count * kLanes);
     m.ensure_threads(omp_get_max_threads());
 }

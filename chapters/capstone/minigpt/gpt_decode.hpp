@@ -7,20 +7,23 @@
 /// for one new token at a time:
 ///  - the weights are repacked once, when the decoder is made, into panels of 16 outputs
 ///    (`[out/16][in][16]`), so that each matrix-vector product streams its weights once, front
-///    to back, with 16 outputs per SIMD register and no horizontal sums; q, k and v are one
-///    `[3D, D]` product;
+///    to back, with 16 outputs per SIMD register and no horizontal sums; each head's q, k and v
+///    are one `[3d, D]` product;
 ///  - the KV cache, the activations and the scores are allocated once, for T_max positions;
 ///    a step allocates nothing; keys are kept transposed per head (`[d][T_max]`), so the
 ///    scores of 16 positions are one vector multiply-add per feature;
-///  - each step is one OpenMP parallel region: the threads share the panels of every product
-///    and the heads of the attention, with a barrier between the phases of a block;
+///  - each step is one OpenMP parallel region with two barriers per block: the threads share
+///    the heads (q, k, v, attention and the head's columns of w_o) and then the FFN's chunks of
+///    64 hidden units (rows of w_fc, columns of w_proj); every thread adds the heads' and the
+///    chunks' partial sums, in order, into its own copy of the residual stream;
 ///  - GELU (the exact erf form) and the softmax's exp are polynomials that vectorise;
 ///  - the hot loops are compiled for AVX-512, AVX2 + FMA and the default target, the widest
 ///    the processor has chosen when the program loads (no build flag needed).
 ///
 /// Determinism: every output is computed by one thread, in an order that depends on the shapes
 /// only (a panel's sum over its inputs runs front to back; a head's scores and weighted sum run
-/// over positions in order), so a step gives the same bits for any number of threads.
+/// over positions in order; partial sums are added in head and chunk order), so a step gives
+/// the same bits for any number of threads.
 #pragma once
 
 #include <cstddef>
