@@ -8,40 +8,37 @@ namespace wb {
 inline namespace WB_IMPL {
 
 Mask causal_mask(std::size_t T) {
-    // Hint: Mask m{xt::xtensor<bool, 3>::from_shape({1, T, T})} is uninitialised: set every
-    // allowed(0, i, j). Is the diagonal (j == i) allowed? Read §12's table once more.
+    // Spec: masks.hpp, @throws first. Guide §2 (§12's table).
     (void)T;
     WB_STUB();
 }
 
 Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::size_t M) {
-    // Hint: check the arguments first (see @throws). Which axis do the lengths cut:
-    // the query axis i or the key axis j?
+    // Spec: masks.hpp, @throws first. Guide §3 (which axis the lengths cut).
     (void)lengths, (void)N, (void)M;
     WB_STUB();
 }
 
 Mask combine_masks(const Mask& a, const Mask& b) {
-    // Hint: the output batch is max(B_a, B_b); a mask of batch 1 is read at index 0 for
-    // every sequence.
+    // Spec: masks.hpp, @throws first. Guide §4.
     (void)a, (void)b;
     WB_STUB();
 }
 
 Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T) {
-    // Hint: build it from the two functions above, but report errors under this function's name.
+    // Spec: masks.hpp, @throws first. Guide §4.
     (void)lengths, (void)T;
     WB_STUB();
 }
 
 Mask from_forbidden(const xt::xtensor<bool, 3>& forbidden) {
-    // Hint: one element-wise operation.
+    // Spec: masks.hpp, @throws first. Guide §5 (which way round).
     (void)forbidden;
     WB_STUB();
 }
 
 std::vector<std::size_t> fully_masked_rows(const Mask& m, std::size_t b) {
-    // Hint: a row is fully masked when NO key of it is allowed (not when some key is hidden).
+    // Spec: masks.hpp, @throws first. Guide §6.
     (void)m, (void)b;
     WB_STUB();
 }

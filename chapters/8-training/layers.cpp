@@ -23,10 +23,7 @@ inline namespace WB_IMPL {
 
 template <class T>
 Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias) {
-    // Hint: check x.shape(1) == weight.shape(1) and bias.size() is 0 or out (ShapeError naming
-    // "wb::linear_forward" and the shapes, shape_str(x.shape())). Then
-    // y = xt::linalg::dot(x, xt::transpose(weight)) ([N, in] · [in, out]; skip BLAS when a
-    // size is 0) and add bias(o) to column o of every row.
+    // Spec: layers.hpp, @throws first. Guide §6 (Linear).
     (void)x, (void)weight, (void)bias;
     WB_STUB();
 }
@@ -34,10 +31,8 @@ Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias)
 template <class T>
 void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
                      Mat<T>& dweight, Vec<T>& dbias) {
-    // Hint: check dy [N, out], dweight [out, in], dbias [out] or empty. Then
-    //   dx       =  dy W        ([N, out] · [out, in])        ASSIGN (dx = ...)
-    //   dweight +=  dyᵀ x       ([out, N] · [N, in])          ACCUMULATE (+=), never =
-    //   dbias   +=  Σ_rows dy   (skip when dbias is empty)    ACCUMULATE
+    // Spec: layers.hpp, @throws first. Guide §6 (Linear) and §7 (what a backward assigns, what it
+    // adds).
     (void)dy, (void)x, (void)weight, (void)dx, (void)dweight, (void)dbias;
     WB_STUB();
 }
@@ -47,9 +42,7 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 template <class T>
 Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
                           Vec<T>& mean, Vec<T>& rstd) {
-    // Hint: check D >= 1, gamma [D], beta [D]. Size mean and rstd to [N]. For each row n:
-    // mean m = Σx/D; variance v = Σ(x - m)²/D (divide by D: correction 0, not D - 1);
-    // s = 1/sqrt(v + eps); y = (x - m)·s·gamma + beta. Save m and s in mean(n), rstd(n).
+    // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm: what the forward saves).
     (void)x, (void)gamma, (void)beta, (void)eps, (void)mean, (void)rstd;
     WB_STUB();
 }
@@ -58,10 +51,8 @@ template <class T>
 void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
                          const Vec<T>& mean, const Vec<T>& rstd, Mat<T>& dx, Vec<T>& dgamma,
                          Vec<T>& dbeta) {
-    // Hint: per row, xhat = (x - mean)·rstd and g = dy ⊙ gamma. Then
-    //   dx = rstd · (g − mean(g) − xhat · mean(g ⊙ xhat))     (both row means over D)
-    //   dgamma += dy ⊙ xhat,  dbeta += dy                       (summed over rows, accumulated)
-    // Forgetting either mean term is the classic mistake: the gradient check will tell.
+    // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm) — derive it yourself first (the guide's
+    // questions).
     (void)dy, (void)x, (void)gamma, (void)mean, (void)rstd, (void)dx, (void)dgamma, (void)dbeta;
     WB_STUB();
 }
@@ -70,15 +61,14 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
 
 template <class T>
 Mat<T> gelu_forward(const Mat<T>& x) {
-    // Hint: element-wise 0.5·x·(1 + erf(x/√2)) with std::erf (not the tanh approximation).
+    // Spec: layers.hpp, @throws first. Guide §6 (GELU).
     (void)x;
     WB_STUB();
 }
 
 template <class T>
 Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
-    // Hint: product rule, element-wise: dx = dy · (Φ(x) + x·φ(x)),
-    // Φ(x) = 0.5·(1 + erf(x/√2)), φ(x) = exp(−x²/2)/√(2π). ShapeError if the shapes differ.
+    // Spec: layers.hpp, @throws first. Guide §6 (GELU).
     (void)dy, (void)x;
     WB_STUB();
 }
@@ -88,9 +78,7 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 template <class T>
 Cube<T> causal_attention_forward(const Cube<T>& q, const Cube<T>& k, const Cube<T>& v,
                                  Cube<T>& weights) {
-    // Hint: check q, k, v have one shape and d >= 1. weights = zeros [B, H, T, T]. For each
-    // (b, h, i): scores s_ij = q_i·k_j / sqrt(d) for j <= i ONLY; stable softmax over those
-    // (subtract the maximum); out_i = Σ_{j<=i} w_ij v_j. Weights above the diagonal stay 0.
+    // Spec: layers.hpp, @throws first. Guide §6 (Causal attention).
     (void)q, (void)k, (void)v, (void)weights;
     WB_STUB();
 }
@@ -99,10 +87,8 @@ template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
                                const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
                                Cube<T>& dk, Cube<T>& dv) {
-    // Hint: dq, dk, dv = zeros, then for each (b, h, i), over j <= i:
-    //   dw_ij = dout_i · v_j            dv_j += w_ij dout_i
-    //   ds_ij = w_ij (dw_ij − Σ_l w_il dw_il)            (the softmax's rowsum term)
-    //   dq_i += ds_ij k_j / sqrt(d)     dk_j += ds_ij q_i / sqrt(d)
+    // Spec: layers.hpp, @throws first. Guide §6 (Softmax: the Jacobian-vector product; Causal
+    // attention).
     (void)dout, (void)q, (void)k, (void)v, (void)weights, (void)dq, (void)dk, (void)dv;
     WB_STUB();
 }
@@ -111,8 +97,7 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
 
 template <class T>
 void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable) {
-    // Hint: check dout is [B*T, D] and every id is in [0, V) BEFORE changing dtable. Then
-    // row b*T + t of dout is ADDED to row ids(b, t) of dtable (+=: repeated ids sum up).
+    // Spec: layers.hpp, @throws first. Guide §6 (Embedding).
     (void)ids, (void)dout, (void)dtable;
     WB_STUB();
 }
@@ -122,9 +107,7 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
 template <class T>
 T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                         std::int64_t ignore_index) {
-    // Hint: check targets is [N] and every target is ignore_index or in [0, V). For each
-    // valid row: logsumexp(z) − z[target], where logsumexp(z) = m + log Σ exp(z − m),
-    // m = max(z) (never softmax first). Divide the sum by the number of VALID rows; 0 if none.
+    // Spec: layers.hpp, @throws first. Guide §2 and §4 (from raw logits; ignore_index).
     (void)logits, (void)targets, (void)ignore_index;
     WB_STUB();
 }
@@ -132,8 +115,7 @@ T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>
 template <class T>
 Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                               std::int64_t ignore_index) {
-    // Hint: same checks. Valid rows: (softmax(z) − onehot(target)) / n_valid, with the
-    // softmax as exp(z − logsumexp(z)). Ignored rows: 0.
+    // Spec: layers.hpp, @throws first. Guide §6 (Cross entropy).
     (void)logits, (void)targets, (void)ignore_index;
     WB_STUB();
 }

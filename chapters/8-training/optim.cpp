@@ -14,11 +14,7 @@ inline namespace WB_IMPL {
 template <class T>
 void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
                 const AdamWConfig& config) {
-    // Hint: validate config (ValueError "wb::adamw_step: lr = ..., expected > 0"), then walk
-    // parameters(params) and parameters(grads) side by side. On the first step create m and v
-    // as zeros, one flat Vec<T> of r.size per tensor. Increment state.step to t, then for
-    // every element: p *= 1 − lr·wd (decoupled: NOT added to the gradient); m, v updated;
-    // p −= lr/(1 − β1ᵗ) · m / (sqrt(v)/sqrt(1 − β2ᵗ) + eps).
+    // Spec: optim.hpp, @throws first. Guide §12.
     (void)params, (void)grads, (void)state, (void)config;
     WB_STUB();
 }

@@ -10,16 +10,14 @@ inline namespace WB_IMPL {
 
 Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
                           bool causal) {
-    // Hint: check the shapes first (see @throws). The group size is G = H / H_kv, and query
-    // head h reads K/V head h / G (not h % H_kv: the heads of a group are consecutive). For
-    // each (b, h, t): scores over the keys s it may see (with causal: s <= t + (S - T)),
-    // scaled by 1/sqrt(d), a max-shifted softmax, then the weighted sum of the values.
+    // Spec: gqa.hpp, @throws first. Guide: Extra, grouped-query attention (which K/V head a Query
+    // head reads; the mask with history).
     (void)q, (void)k, (void)v, (void)causal;
     WB_STUB();
 }
 
 std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::size_t B) {
-    // Hint: kv_cache_elements counts H·d = D numbers per position; here only H_kv·d.
+    // Spec: gqa.hpp, @throws first. Guide: Extra, grouped-query attention.
     (void)config, (void)H_kv, (void)B;
     WB_STUB();
 }

@@ -8,39 +8,34 @@ namespace wb {
 inline namespace WB_IMPL {
 
 KvCache make_kv_cache(const GptConfig& config, std::size_t B) {
-    // Hint: one K and one V per layer, each xt::zeros<float>({B, H, T_max, D / H}). Check the
-    // config and B first (see @throws).
+    // Spec: kv_cache.hpp, @throws first. Guide §3 and §4.
     (void)config, (void)B;
     WB_STUB();
 }
 
 std::size_t kv_cache_elements(const GptConfig& config, std::size_t B) {
-    // Hint: K and V, L layers, B sequences, T_max positions, D = H·d numbers each.
+    // Spec: kv_cache.hpp, @throws first. Guide §4.
     (void)config, (void)B;
     WB_STUB();
 }
 
 std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B) {
-    // Hint: the elements are floats.
+    // Spec: kv_cache.hpp, @throws first. Guide §4.
     (void)config, (void)B;
     WB_STUB();
 }
 
 Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
                    const TokenIds& prompt, KvCache& cache) {
-    // Hint: write one helper that runs n new tokens per sequence at positions
-    // [start, start + n): embed with wpe[start + i], and in every layer compute q, k, v with
-    // chapter 8's linear_forward, store k and v into cache.k[l] / cache.v[l], let each query
-    // at position pos attend over the cached positions [0, pos], then w_o, residual, FFN.
-    // Prefill is that helper with start = 0 and n = T; return only the last position's logits.
+    // Spec: kv_cache.hpp, @throws first. Guide §3 (prefill and decode) and Hints (one helper for
+    // both).
     (void)params, (void)config, (void)prompt, (void)cache;
     WB_STUB();
 }
 
 Mat<float> decode_step(const GptParams<float>& params, const GptConfig& config,
                        const std::vector<std::int64_t>& tokens, KvCache& cache) {
-    // Hint: the same helper with n = 1 and start = cache.length. Which wpe row does the new
-    // token get? Which layer's cache does layer l read? Do not forget to advance length.
+    // Spec: kv_cache.hpp, @throws first. Guide §3 and §6 (it must agree with the full forward).
     (void)params, (void)config, (void)tokens, (void)cache;
     WB_STUB();
 }
