@@ -106,6 +106,12 @@ def parse_catalogue(path):
     return mutants
 
 
+def first_lines(check):
+    """What tells two mistakes with the same failing checks apart: the first two lines of the
+    check's first failure (which elements differ, and their values)."""
+    return "\n".join(check.failures[0].text.splitlines()[:2]) if check.failures else ""
+
+
 def write_signatures(path, signatures, labels):
     """Keeps, for every caught mutant, the checks it fails: the chapters run now replace their
     entries, the others' stay."""
@@ -178,7 +184,9 @@ def cmd_mutants(args):
                 outcome = run_checks(build_dir, label)
                 if outcome.failed:
                     signatures[m.name] = {"label": label, "mistake": m.mistake,
-                                          "failing": sorted(c.title for c in outcome.failed)}
+                                          "failing": sorted(c.title for c in outcome.failed),
+                                          "messages": {c.title: first_lines(c)
+                                                       for c in outcome.failed}}
                     verdict = "CAUGHT"
                     detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
                               + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))

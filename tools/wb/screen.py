@@ -89,21 +89,30 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
     the learner's failures is an unwritten function."""
     import json
     failing = {c.title for c in outcome.failed}
+    said = {c.title: "\n".join(c.failures[0].text.splitlines()[:2])
+            for c in outcome.failed if c.failures}
     if not failing or any(c.stub for c in outcome.failed):
         return None
     try:
         signatures = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    best, score = None, 0.0
+    scored = []
     for name, sig in signatures.items():
         if sig.get("label") != chapter.label:
             continue
         theirs = set(sig.get("failing", []))
         jaccard = len(theirs & failing) / len(theirs | failing) if theirs | failing else 0
-        if jaccard > score:
-            best, score = sig, jaccard
-    return best.get("mistake") if best and score >= 0.8 else None
+        if jaccard >= 0.8:
+            # Ties (two mistakes failing the same checks) are told apart by the messages.
+            same = sum(said.get(t) == m for t, m in sig.get("messages", {}).items())
+            scored.append(((jaccard, same), sig.get("mistake", name)))
+    if not scored:
+        return None
+    best = max(score for score, _ in scored)
+    mistakes = list(dict.fromkeys(m for score, m in scored if score == best))
+    # Two mistakes that fail the same checks: both are named.
+    return mistakes[0] if len(mistakes) == 1 else "; or ".join(mistakes[:2])
 
 
 def check_screen(chapter, course, outcome, warnings=(), verbose=False):

@@ -264,3 +264,28 @@ class KnownMistakes(unittest.TestCase):
             self.assertEqual(known_mistake(CHAPTER, outcome, path), "zeroes after the softmax")
             outcome.checks[:] = outcome.checks[:1]
             self.assertIsNone(known_mistake(CHAPTER, outcome, path))
+
+    def test_the_messages_tell_two_mistakes_with_the_same_checks_apart(self):
+        import tempfile
+        from wb.screen import known_mistake
+        doc = "".join(
+            f'<TestCase name="c{i}" filename="{TEST}" line="{i}"><Failure filename="{TEST}" '
+            f'line="{i}">values differ in 1 of 4\n  first mismatch at [0]: expected 1, actual '
+            f'{i}</Failure><OverallResult success="false"/></TestCase>' for i in range(3))
+        outcome = Outcome(parse_catch_xml(f"<Catch>{doc}</Catch>", "chapter1: "))
+        mine = {f"c{i}": f"values differ in 1 of 4\n  first mismatch at [0]: expected 1, actual {i}"
+                for i in range(3)}
+        other = {k: v.replace("actual", "actual -") for k, v in mine.items()}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "signatures.json"
+            sig = {"label": "chapter1", "failing": sorted(mine)}
+            path.write_text(json.dumps({
+                "a": {**sig, "mistake": "inverts the mask", "messages": other},
+                "b": {**sig, "mistake": "zeroes after the softmax", "messages": mine}}))
+            self.assertEqual(known_mistake(CHAPTER, outcome, path), "zeroes after the softmax")
+            data = json.loads(path.read_text())
+            for v in data.values():
+                v.pop("messages")
+            path.write_text(json.dumps(data))
+            self.assertEqual(known_mistake(CHAPTER, outcome, path),
+                             "inverts the mask; or zeroes after the softmax")
