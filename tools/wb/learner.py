@@ -176,7 +176,7 @@ def cmd_next(args):
     print(f"  your files: {', '.join(f for f in chapter.files)}")
     outcome = load_outcome(build_dir, chapter.label)
     if outcome and outcome.compiled and outcome.failed:
-        first = first_failure(outcome, chapter)
+        first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
         stub = first.stub
         if stub:
             print(f"  first function to write: wb::{stub[0]} ({stub[1]}:{stub[2]})")
@@ -290,8 +290,9 @@ def cmd_hint(args):
         show([f"{chapter.label}: all {len(outcome.checks)} checks pass, no hint needed"]
              + next_chapter_lines(chapter, course))
         return 0
-    check = first_failure(outcome, chapter)
-    function, hints = hints_for(check, chapter, known_mistake(chapter, outcome))
+    mistake = known_mistake(chapter, outcome)
+    check = first_failure(outcome, chapter, mistake)
+    function, hints = hints_for(check, chapter, mistake)
     where = definition(function, chapter) if function else ""
     print(f"{chapter.label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; "
           f"the first: {check.title}")

@@ -1,6 +1,7 @@
 """The one screen of `check` and `watch`: the score, the first failing check in full, a line per
 other failing check, the next step."""
 
+import re
 from pathlib import Path
 
 from .common import ROOT
@@ -71,12 +72,22 @@ def compile_error_screen(chapter, where, lines, verbose=False):
     return out
 
 
-def first_failure(outcome, chapter):
+def _words(text):
+    """The content words of TEXT, lower case, a plural or possessive "s" aside."""
+    return {re.sub(r"(?:'s|s'|s)$", "", w) for w in re.findall(r"[a-z_']{4,}", text.lower())}
+
+
+def first_failure(outcome, chapter, mistake=None):
     """The failing check to show in full: a crash, then a wrong answer, then a stub (the code
-    the learner wrote comes first), each group in the checks' source order."""
+    the learner wrote comes first), each group in the checks' source order. When the failures
+    are those of a known MISTAKE, the check whose name says most of what the mistake breaks
+    comes first (its hint is about that mistake, not about whatever check is first)."""
     failed = outcome.failed
     crashed = [c for c in failed if c.crashed]
     written = [c for c in failed if NOT_IMPLEMENTED not in c.output]
+    if mistake and written and not crashed:
+        words = _words(mistake)
+        return max(written, key=lambda c: len(_words(c.title) & words))  # first of the best
     return (crashed or written or failed)[0]
 
 
@@ -125,9 +136,9 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
         out += warning_lines(warnings, verbose)
         return out + [""] + next_chapter_lines(chapter, course)
 
-    first = first_failure(outcome, chapter)
-    function = failing_function(first, chapter)
     mistake = known_mistake(chapter, outcome)
+    first = first_failure(outcome, chapter, mistake)
+    function = failing_function(first, chapter)
     out.append("")
     if mistake:
         out += para(f"likely mistake (these {len(outcome.failed)} checks fail together for a "

@@ -289,3 +289,16 @@ class KnownMistakes(unittest.TestCase):
             path.write_text(json.dumps(data))
             self.assertEqual(known_mistake(CHAPTER, outcome, path),
                              "inverts the mask; or zeroes after the softmax")
+
+    def test_with_a_known_mistake_the_check_that_names_it_comes_first(self):
+        from wb.screen import first_failure
+        doc = "".join(
+            f'<TestCase name="{name}" filename="{TEST}" line="{i}"><Failure filename="{TEST}" '
+            f'line="{i}">values differ</Failure><OverallResult success="false"/></TestCase>'
+            for i, name in enumerate(["softmax survives scores of +-1000",
+                                      "hidden keys get weight 0 and the readable ones sum to 1"]))
+        outcome = Outcome(parse_catch_xml(f"<Catch>{doc}</Catch>", "chapter1: "))
+        self.assertEqual(first_failure(outcome, CHAPTER).title, "softmax survives scores of +-1000")
+        mistake = "zeroes the hidden keys' weights AFTER the softmax, so the readable weights " \
+                  "no longer sum to 1"
+        self.assertTrue(first_failure(outcome, CHAPTER, mistake).title.startswith("hidden keys"))
