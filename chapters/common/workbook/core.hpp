@@ -27,6 +27,19 @@
 #endif
 
 /// Everything in the workbook lives in namespace `wb`.
+///
+/// The dimension letters, the same in the notes, every guide, header and check:
+///
+/// | letter | meaning |
+/// |---|---|
+/// | `B` | batch: sequences processed together |
+/// | `T` | tokens: the sequence length (`T_max` the longest a model takes) |
+/// | `D` | model width: the size of each token's vector |
+/// | `H` | attention heads; `d = D / H` the width of one head |
+/// | `d_k`, `d_v` | width of queries/keys and of values, when one head is discussed |
+/// | `N`, `M` | number of queries and of keys, where they differ (cross attention, a cache) |
+/// | `V` | vocabulary size: token ids are in `[0, V)` |
+/// | `L` | number of layers (blocks) |
 namespace wb {
 
 using Tensor1 = xt::xtensor<float, 1>;  ///< a vector, e.g. one token's features `[D]`
