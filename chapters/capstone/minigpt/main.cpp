@@ -3,6 +3,8 @@
 //   minigpt                                  train the default model on the bundled corpus
 //   minigpt --steps 200 --prompt "ROMEO:"    a shorter run, then continue a prompt
 //   minigpt --load build/solutions/minigpt.ckpt --prompt "KING:"   generate only
+//   minigpt explain --load build/solutions/minigpt.ckpt --prompt "KING:" --html explain.html
+//                                            a page of its attention and next-token choices
 //
 // Exit codes: 0 done, 1 a runtime problem (corpus, checkpoint, prompt), 2 bad options.
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/explain.hpp"
 #include "capstone/minigpt/file_io.hpp"
 #include "capstone/minigpt/gpt_decode.hpp"
 #include "capstone/minigpt/model_file.hpp"
@@ -52,7 +55,28 @@ struct Cli {
     std::size_t max_new_tokens = 400;
     wb::SamplingOptions sampling{0.8f, 0, 1.0f};
     bool greedy = false;
+    std::string command = "minigpt";  // how the user runs the program, for the lines it prints
+    std::string explain_load, explain_prompt, explain_html = "explain.html";  // `explain`
 };
+
+// A shell word: the text in single quotes.
+std::string shell_quoted(const std::string& s) {
+    std::string out = "'";
+    for (const char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return out + "'";
+}
+
+// `minigpt explain`: the page of the model's attention weights and next-token choices.
+int run_explain(const Cli& c) {
+    const Model model = load_model(c.explain_load);
+    const Explanation e = explain(model, c.explain_prompt);
+    const std::string json = write_explanation(c.explain_html, e);
+    std::cout << "minigpt: read " << e.ids.size() << " tokens of the prompt with " << c.explain_load
+              << " (L=" << model.config.L << " layers, H=" << model.config.H << " heads)\n"
+              << "minigpt: page " << c.explain_html << " (open it in a browser; no network)\n"
+              << "minigpt: data " << json << '\n';
+    return 0;
+}
 
 // A usage error found after parsing (options that contradict each other).
 struct UsageError : std::runtime_error {
@@ -268,6 +292,15 @@ int run(const Cli& c) {
     std::cout << "minigpt: model " << c.out << " (weights and vocabulary in one file)\n";
     write_curves(c.out, result.log);
     print_sample(model, c);
+    // The command that shows what this model attends to, on the prompt or the corpus's first line.
+    std::vector<std::int64_t> first(corpus.ids.begin(),
+                                    corpus.ids.begin() + std::ptrdiff_t(std::min<std::size_t>(
+                                                             corpus.ids.size(), 40)));
+    std::string look = c.prompt.empty() ? corpus.tokenizer.decode(first) : c.prompt;
+    if (c.prompt.empty() && look.find('\n') != std::string::npos) look.erase(look.find('\n'));
+    if (look.empty()) look = corpus.tokenizer.decode({first.front()});
+    std::cout << "\nminigpt: see inside: " << c.command << " explain --load " << shell_quoted(c.out)
+              << " --prompt " << shell_quoted(look) << " --html explain.html\n";
     return 0;
 }
 
@@ -338,9 +371,34 @@ int main(int argc, char** argv) {
     app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")
         ->check(number_check(false, 1.0));
     app.add_flag("--greedy", c.greedy, "always take the most likely character");
+    CLI::App* explain_app = app.add_subcommand(
+        "explain", "writes an HTML page of a saved model's attention weights and next-token "
+                   "choices on a prompt, and the same data as JSON beside it");
+    explain_app->add_option("--load", c.explain_load, "the model file")->required();
+    explain_app->add_option("--prompt", c.explain_prompt, "text to read (its last T_max characters)")
+        ->required();
+    explain_app->add_option("--html", c.explain_html, "the page to write (the JSON goes beside it)");
+    if (const char* command = std::getenv("WB_MINIGPT_COMMAND")) {
+        c.command = command;  // tools/run-minigpt
+    } else if (argc > 0) {
+        c.command = argv[0];
+    }
 
     try {
         app.parse(argc, argv);
+        if (explain_app->parsed()) {
+            if (std::filesystem::path(c.explain_html).extension() == ".json") {
+                throw UsageError("--html " + c.explain_html + " would be overwritten by the JSON "
+                                 "beside it; expected a name ending in .html");
+            }
+            try {
+                return run_explain(c);
+            } catch (const std::exception& e) {
+                std::cout << std::flush;
+                std::cerr << "minigpt: error: " << e.what() << '\n';
+                return 1;
+            }
+        }
         // Without --warmup, a short run warms up for a tenth of its steps at most.
         if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
         check_usage(c);
