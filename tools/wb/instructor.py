@@ -324,7 +324,8 @@ def cmd_grade(args):
     build_dir = Path(args.build_dir)
     # The course first (a plain configure), then the student's folders in place of the stubs.
     (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
-    configure(build_dir)
+    # Unset the previous tree's folders first: that tree may be gone, and CMake would refuse it.
+    configure(build_dir, **{"WB_IMPL_DIR_*": None})
     course = load_course(build_dir)
     student = student_chapters_dir(args.tree, [c.folder for c in course.chapters])
     tree_root = student.parent if student.name == "chapters" else student
