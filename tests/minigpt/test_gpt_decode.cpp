@@ -14,6 +14,7 @@
 #include "8-training/model.hpp"
 #include "9-kv-cache/kv_cache.hpp"
 #include "9-kv-cache/sampling.hpp"
+#include "random_model.hpp"
 
 // Checks of the fast decode, wb::minigpt::GptDecoder, against chapter 9's KV cache
 // (wb::generate, wb::prefill, wb::decode_step): the same network written with xtensor, sharing
@@ -27,18 +28,7 @@ using wb::GptConfig;
 using wb::GptParams;
 using wb::minigpt::GptDecoder;
 
-// A model whose every tensor is random, biases and LayerNorm parameters included, with
-// weights large enough that the logits are far from uniform (so greedy has clear winners).
-GptParams<float> random_model(const GptConfig& c, unsigned seed) {
-    GptParams<float> p = wb::init_gpt<float>(c, seed);
-    std::mt19937 gen(seed + 100);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& r : wb::parameters(p)) {
-        const bool matrix = r.shape.size() == 2;
-        for (std::size_t i = 0; i < r.size; ++i) r.data[i] += (matrix ? 0.2f : 0.3f) * normal(gen);
-    }
-    return p;
-}
+using wbtest::random_model;
 
 std::vector<std::int64_t> random_prompt(std::size_t n, std::size_t V, unsigned seed) {
     std::mt19937 gen(seed);

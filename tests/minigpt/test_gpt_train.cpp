@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include "8-training/model.hpp"
+#include "random_model.hpp"
 
 // Checks of the fast training step, wb::minigpt::GptTrainer.
 //
@@ -29,20 +30,7 @@ using wb::GptConfig;
 using wb::GptParams;
 using wb::minigpt::GptTrainer;
 
-// A model whose every tensor is random, biases and LayerNorm parameters included (init_gpt
-// sets them to 0 and 1, which would hide a missing bias or a swapped gamma).
-GptParams<float> random_model(const GptConfig& c, unsigned seed) {
-    GptParams<float> p = wb::init_gpt<float>(c, seed);
-    std::mt19937 gen(seed + 100);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& r : wb::parameters(p)) {
-        const bool matrix = r.shape.size() == 2;
-        for (std::size_t i = 0; i < r.size; ++i) {
-            r.data[i] += (matrix ? 0.2f : 0.3f) * normal(gen);
-        }
-    }
-    return p;
-}
+using wbtest::random_model;
 
 // Random ids [B, T] in [0, V); with `ignored`, about one target in four is -1.
 wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed,

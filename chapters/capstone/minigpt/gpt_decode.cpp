@@ -607,42 +607,20 @@ std::vector<std::int64_t> generate_fast(GptDecoder& decoder,
 std::string generate_text_fast(const Model& model, const std::string& prompt,
                                std::size_t max_new_tokens, const SamplingOptions& options,
                                std::uint64_t seed, bool use_greedy, GenerationSpeed* speed) {
-    std::vector<std::int64_t> ids = model.tokenizer.encode(prompt);
-    if (ids.empty()) {
-        // No prompt: start after a newline, as if at the start of a speech.
-        std::int64_t start = 0;
-        try {
-            start = model.tokenizer.encode("\n").front();
-        } catch (const ValueError&) {
-        }
-        ids.push_back(start);
-    }
     const auto t0 = std::chrono::steady_clock::now();
-    GptDecoder decoder(model.params, model.config);
-    const std::size_t t_max = model.config.T_max;
-    const std::size_t prompt_len = ids.size();
-    std::size_t remaining = max_new_tokens;
-    for (std::uint64_t piece = 0; remaining > 0; ++piece) {
-        // As generate_text: the first piece keeps as much of the prompt as fits beside one new
-        // token, later pieces the last T_max / 2 tokens.
-        const std::size_t keep =
-            std::min(ids.size(), piece == 0 ? t_max - 1 : std::max<std::size_t>(1, t_max / 2));
-        const std::vector<std::int64_t> context(ids.end() - static_cast<std::ptrdiff_t>(keep),
-                                                ids.end());
-        const std::size_t n = std::min(remaining, t_max - keep);
-        const auto out = generate_fast(decoder, context, n, options, seed + piece, use_greedy);
-        ids.insert(ids.end(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end());
-        remaining -= n;
-    }
+    GptDecoder decoder(model.params, model.config);  // packed once, reused by every piece
+    std::string text = generate_text_in_pieces(
+        model, prompt, max_new_tokens, seed,
+        [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {
+            return generate_fast(decoder, context, n, options, piece_seed, use_greedy);
+        });
     if (speed != nullptr) {
         speed->tokens = max_new_tokens;
         speed->seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         speed->threads = omp_get_max_threads();
     }
-    const std::size_t skip = prompt.empty() ? prompt_len : 0;
-    return model.tokenizer.decode(std::vector<std::int64_t>(
-        ids.begin() + static_cast<std::ptrdiff_t>(skip), ids.end()));
+    return text;
 }
 
 }  // namespace wb::minigpt

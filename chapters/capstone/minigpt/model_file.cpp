@@ -229,9 +229,9 @@ std::size_t parameter_count(const GptParams<float>& params) {
     return n;
 }
 
-std::string generate_text(const Model& model, const std::string& prompt,
-                          std::size_t max_new_tokens, const SamplingOptions& options,
-                          std::uint64_t seed, bool use_greedy) {
+std::string generate_text_in_pieces(const Model& model, const std::string& prompt,
+                                    std::size_t max_new_tokens, std::uint64_t seed,
+                                    const PieceGenerator& piece) {
     std::vector<std::int64_t> ids = model.tokenizer.encode(prompt);
     if (ids.empty()) {
         // No prompt: start after a newline, as if at the start of a speech.
@@ -245,16 +245,15 @@ std::string generate_text(const Model& model, const std::string& prompt,
     const std::size_t t_max = model.config.T_max;
     const std::size_t prompt_len = ids.size();
     std::size_t remaining = max_new_tokens;
-    for (std::uint64_t piece = 0; remaining > 0; ++piece) {
+    for (std::uint64_t i = 0; remaining > 0; ++i) {
         // The first piece keeps as much of the prompt as fits beside one new token, later
         // pieces the last T_max / 2 tokens: half the window is context, half is new text.
         const std::size_t keep =
-            std::min(ids.size(), piece == 0 ? t_max - 1 : std::max<std::size_t>(1, t_max / 2));
+            std::min(ids.size(), i == 0 ? t_max - 1 : std::max<std::size_t>(1, t_max / 2));
         const std::vector<std::int64_t> context(ids.end() - static_cast<std::ptrdiff_t>(keep),
                                                 ids.end());
         const std::size_t n = std::min(remaining, t_max - keep);
-        const auto out =
-            generate(model.params, model.config, context, n, options, seed + piece, use_greedy);
+        const auto out = piece(context, n, seed + i);
         ids.insert(ids.end(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end());
         remaining -= n;
     }
@@ -262,6 +261,17 @@ std::string generate_text(const Model& model, const std::string& prompt,
     const std::size_t skip = prompt.empty() ? prompt_len : 0;
     return model.tokenizer.decode(std::vector<std::int64_t>(
         ids.begin() + static_cast<std::ptrdiff_t>(skip), ids.end()));
+}
+
+std::string generate_text(const Model& model, const std::string& prompt,
+                          std::size_t max_new_tokens, const SamplingOptions& options,
+                          std::uint64_t seed, bool use_greedy) {
+    return generate_text_in_pieces(
+        model, prompt, max_new_tokens, seed,
+        [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {
+            return generate(model.params, model.config, context, n, options, piece_seed,
+                            use_greedy);
+        });
 }
 
 }  // namespace wb::minigpt

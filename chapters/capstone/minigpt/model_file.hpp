@@ -26,7 +26,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
@@ -97,6 +99,19 @@ std::size_t parameter_count(const GptParams<float>& params);
 std::string generate_text(const Model& model, const std::string& prompt,
                           std::size_t max_new_tokens, const SamplingOptions& options,
                           std::uint64_t seed, bool use_greedy);
+
+/// Draws one piece of generate_text: the `context` ids followed by `n` new ones, with `seed`.
+using PieceGenerator = std::function<std::vector<std::int64_t>(
+    const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t seed)>;
+
+/// generate_text's loop over pieces (the prompt or a newline, the windows of T_max tokens,
+/// seed + i for piece i), with the pieces drawn by `piece`: chapter 9's `generate` in
+/// generate_text, the fast decoder in generate_text_fast. One loop, so both engines cut the
+/// text at the same places and give the same greedy text.
+/// @throws ValueError if a character of the prompt is not in the vocabulary
+std::string generate_text_in_pieces(const Model& model, const std::string& prompt,
+                                    std::size_t max_new_tokens, std::uint64_t seed,
+                                    const PieceGenerator& piece);
 
 /// @}
 
