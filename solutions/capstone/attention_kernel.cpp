@@ -30,6 +30,7 @@
 // and dq by one task per query block (over the key blocks), at the price of computing the
 // weights P twice.
 #include "capstone/attention_kernel.hpp"
+#include "workbook/fast_exp.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -93,35 +94,9 @@ struct Geometry {
     float scale;      // 1 / sqrt(d)
 };
 
-// exp(x) for x <= 88, in plain multiply-adds so that it vectorises (Cephes' expf):
-// x = n·ln2 + r with |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^n built in the exponent
-// bits. Below -87 (where exp(x) < 1.7e-38 underflows) it returns exactly 0, so a masked
-// score of -inf gets weight exactly 0, as with std::exp.
-WB_ALWAYS_INLINE float exp_approx(float x_in) {
-    // Any input is defined behaviour: the clamps keep n in [-126, 128], so the exponent bits
-    // below never overflow; a NaN is clamped too (comparisons with NaN are false), and the
-    // last line gives exp's own answers: 0 below -87, +inf above 88.7, NaN for NaN.
-    float x = x_in < -87.0f ? -87.0f : x_in;
-    x = x > 88.7f ? 88.7f : x;
-    x = x == x ? x : 0.0f;
-    const float t = x * 1.44269504088896341f;                 // x / ln 2
-    const float n = (t + 12582912.0f) - 12582912.0f;         // round to nearest (1.5·2^23 trick)
-    float r = x - n * 0.693359375f;                          // ln 2 in two parts, so that
-    r = r - n * -2.12194440e-4f;                             //   r keeps its low bits
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127)
-                               << 23;  // 2^n (n + 127 is in [1, 255])
-    float two_n;
-    std::memcpy(&two_n, &bits, sizeof two_n);
-    const float y = x_in < -87.0f ? 0.0f : p * two_n;
-    return x_in > 88.7f ? INFINITY : (x_in == x_in ? y : x_in);
-}
+// exp in plain multiply-adds, so that the softmax loops vectorise: the given wb::fast_exp
+// (workbook/fast_exp.hpp; exactly 0 below -87, so a masked -inf score gets weight 0).
+WB_ALWAYS_INLINE float exp_approx(float x) { return fast_exp(x); }
 
 // C (+)= A·B on tiles: C is [M, N] row-major with leading dimension ldc, A(i, k) is
 // A[i·ai + k·ak] (so a transposed A is just other strides), B(k, n) is B[k·ldb + n].

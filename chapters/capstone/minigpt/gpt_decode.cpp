@@ -34,6 +34,7 @@
 
 #include "8-training/layers.hpp"
 #include "workbook/core.hpp"
+#include "workbook/fast_exp.hpp"
 
 // -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
 // SIMD selects (nothing here reads the floating-point exception flags).
@@ -208,27 +209,8 @@ WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t
     }
 }
 
-// exp for the softmax: Cephes' polynomial on a range reduction by ln 2, a few multiply-adds
-// that vectorise (relative error ~1e-7), exact for the clamped ends.
-WB_DECODE_INLINE float exp_poly(float x_in) {
-    float x = x_in < -87.0f ? -87.0f : x_in;
-    x = x > 88.7f ? 88.7f : x;
-    const float t = x * 1.44269504088896341f;
-    const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
+// exp for the softmax and GELU: the kernel's own, wb::fast_exp (workbook/fast_exp.hpp).
+WB_DECODE_INLINE float exp_poly(float x) { return fast_exp(x); }
 
 // GELU, the exact form 0.5 x (1 + erf(x / √2)), erf by Abramowitz & Stegun 7.1.26 (absolute
 // error below 1.5e-7) with exp_poly.
