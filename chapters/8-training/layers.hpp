@@ -1,10 +1,16 @@
 /// @file layers.hpp
-/// @brief Chapter 8 — every layer of the model as a forward/backward pair (the llm.c way).
+/// @brief Chapter 8 — the backward of every layer of the model (the llm.c way).
 ///
-/// Without autograd, each layer used by the model gets a forward and a hand-written backward,
-/// side by side. They are templates over the scalar type: the model trains in `float`, and
-/// the gradient checks run the same code in `double`, where central differences are exact
-/// enough to prove a backward right. Only `float` and `double` are instantiated.
+/// Without autograd, each layer used by the model gets a hand-written backward. The forwards
+/// are the ones you wrote in chapters 2–7 (`linear`, `layer_norm`, `gelu`, `apply_rope`,
+/// `sdpa` with `causal_mask`, `embed`): each backward below names the forward it undoes and
+/// takes what that forward read (its input, or what it returned). The backwards are templates
+/// over the scalar type: the model trains in `float`, and the gradient checks run the same
+/// code in `double`, where central differences are exact enough to prove a backward right.
+/// Only `float` and `double` are instantiated.
+///
+/// Rows: the backwards of row-wise layers take `[N, ·]` matrices, N = B·T tokens flattened
+/// (row `b·T + t` is token t of sequence b); attention and RoPE keep `[B, H, T, d]`.
 ///
 /// Gradient conventions (PyTorch's): a backward **assigns** the gradient of its inputs
 /// (`dx`) and **adds** into the gradients of its parameters (`dweight += ...`), so gradients
@@ -27,16 +33,8 @@ inline namespace WB_IMPL {
 /// @defgroup chapter8 Chapter 8: training
 /// @{
 
-/// Linear forward `y = x Wᵀ + b`.
-/// @param x `[N, in]` (N = B·T tokens, flattened)
-/// @param weight `[out, in]` (PyTorch's layout)
-/// @param bias `[out]`, or empty for no bias
-/// @return `[N, out]`
-/// @throws ShapeError if x's `in` differs from the weight's, or the bias is neither empty nor `[out]`
-template <class T>
-Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias);
 
-/// Linear backward: `dx = dy W`, `dweight += dyᵀ x`, `dbias += Σ_rows dy` (skipped when dbias is empty).
+/// Linear backward (chapter 2's `linear`, `y = x Wᵀ + b`): `dx = dy W`, `dweight += dyᵀ x`, `dbias += Σ_rows dy` (skipped when dbias is empty).
 /// @param dy `[N, out]` gradient of the output
 /// @param x `[N, in]` the forward's input
 /// @param weight `[out, in]`
@@ -48,42 +46,31 @@ template <class T>
 void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
                      Mat<T>& dweight, Vec<T>& dbias);
 
-/// LayerNorm forward over the feature axis of each row:
-/// `y = (x - mean) · rstd · gamma + beta`, `rstd = 1 / sqrt(var + eps)`, var with correction 0.
-/// @param x `[N, D]`
-/// @param gamma `[D]` scale
-/// @param beta `[D]` shift
-/// @param eps added to the variance inside the square root
-/// @param mean `[N]` output: each row's mean, saved for the backward
-/// @param rstd `[N]` output: each row's 1/sqrt(var + eps), saved for the backward
-/// @return `[N, D]`
-/// @throws ShapeError if gamma or beta is not `[D]`, or D == 0
-/// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
-template <class T>
-Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
-                          Vec<T>& mean, Vec<T>& rstd);
 
-/// LayerNorm backward.
+/// LayerNorm backward (chapter 7's `layer_norm`, `y = (x − mean) · rstd · gamma + beta` over
+/// each row, `rstd = 1 / sqrt(var + eps)`, var with correction 0). The forward returned only
+/// y, so the backward recomputes each row's mean and rstd from x (cheap: one pass per row),
+/// then, with `x̂ = (x − mean) · rstd` and `g = dy ⊙ gamma`:
+/// ```
+///   dx     = rstd · (g − mean(g) − x̂ · mean(g ⊙ x̂))      means over the row's D features
+///   dgamma += Σ_rows dy ⊙ x̂
+///   dbeta  += Σ_rows dy
+/// ```
 /// @param dy `[N, D]`
 /// @param x `[N, D]` the forward's input
 /// @param gamma `[D]`
-/// @param mean `[N]` and @param rstd `[N]` as saved by the forward
+/// @param eps the forward's eps (inside the square root)
 /// @param dx `[N, D]` assigned
 /// @param dgamma `[D]` accumulated
 /// @param dbeta `[D]` accumulated
-/// @throws ShapeError on any shape mismatch
+/// @throws ShapeError on any shape mismatch or D == 0
+/// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
 template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
-                         const Vec<T>& mean, const Vec<T>& rstd, Mat<T>& dx, Vec<T>& dgamma,
-                         Vec<T>& dbeta);
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
+                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta);
 
-/// GELU, exact form `x · Φ(x) = 0.5 x (1 + erf(x / √2))` (PyTorch's `nn.GELU()` default).
-/// @param x any `[N, F]`
-/// @return same shape
-template <class T>
-Mat<T> gelu_forward(const Mat<T>& x);
-
-/// GELU backward: `dx = dy · (Φ(x) + x φ(x))`.
+/// GELU backward (chapter 7's `gelu`, the exact form `x · Φ(x)`):
+/// `dx = dy · (Φ(x) + x φ(x))`, φ the standard normal density.
 /// @param dy `[N, F]`
 /// @param x `[N, F]` the forward's input
 /// @return dx `[N, F]`
@@ -91,20 +78,12 @@ Mat<T> gelu_forward(const Mat<T>& x);
 template <class T>
 Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x);
 
-/// Causal scaled dot-product attention forward on split heads:
-/// `weights = softmax(q kᵀ / sqrt(d) with keys j > i hidden)`, `out = weights v`.
-/// @param q `[B, H, T, d]`, @param k `[B, H, T, d]`, @param v `[B, H, T, d]`
-/// @param weights `[B, H, T, T]` output, saved for the backward (exact zeros above the diagonal)
-/// @return out `[B, H, T, d]`
-/// @throws ShapeError if the shapes differ or d == 0
-template <class T>
-Cube<T> causal_attention_forward(const Cube<T>& q, const Cube<T>& k, const Cube<T>& v,
-                                 Cube<T>& weights);
-
-/// Causal attention backward: through `out = A v`, the row softmax
-/// (`dS = A ⊙ (dA − rowsum(dA ⊙ A))`), the scale and `S = q kᵀ`.
+/// Causal attention backward (chapter 4's `sdpa` with chapter 6's `causal_mask`:
+/// `A = softmax(q kᵀ / sqrt(d), keys j > i hidden)`, `out = A v`): through `out = A v`, the
+/// row softmax (`dS = A ⊙ (dA − rowsum(dA ⊙ A))`), the scale and `S = q kᵀ`.
 /// @param dout `[B, H, T, d]`
-/// @param q, k, v the forward's inputs, @param weights the forward's saved weights
+/// @param q, k, v the forward's inputs, @param weights the forward's weights A `[B, H, T, T]`
+///        (what sdpa returned beside the output; exact zeros above the diagonal)
 /// @param dq, dk, dv `[B, H, T, d]` assigned
 /// @throws ShapeError on any shape mismatch
 template <class T>
@@ -112,7 +91,26 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
                                const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
                                Cube<T>& dk, Cube<T>& dv);
 
-/// Embedding backward: `dtable[ids[b,t]] += dout[b,t]`. A token id that appears several
+/// RoPE backward (chapter 3's `apply_rope`). The forward turns each pair of features
+/// (x[2i], x[2i+1]) of the token at position p = offset + t by the angle p θ_i,
+/// θ_i = base^(−2i/d): a rotation, so its gradient is the rotation by −p θ_i (the transposed
+/// matrix), applied to the gradient of the output:
+/// ```
+///   dx[2i]     =  dy[2i] · cos(p θ_i) + dy[2i+1] · sin(p θ_i)
+///   dx[2i + 1] = −dy[2i] · sin(p θ_i) + dy[2i+1] · cos(p θ_i)
+/// ```
+/// It needs no saved tensor: the angles depend on the positions only. Angles in double, as
+/// the forward.
+/// @param dy `[B, H, T, d]` gradient of the rotated queries or keys
+/// @param offset the forward's offset (position of the first token), >= 0
+/// @param base the forward's base, > 1
+/// @return dx `[B, H, T, d]`
+/// @throws ShapeError if d is odd (the message names the shape)
+/// @throws ValueError if offset < 0 or base <= 1
+template <class T>
+Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base);
+
+/// Embedding backward (chapter 2's `embed`): `dtable[ids[b,t]] += dout[b,t]`. A token id that appears several
 /// times receives the **sum** of its rows' gradients (never the last one only).
 /// @param ids `[B, T]`
 /// @param dout `[B·T, D]` gradient of the looked-up rows, in the order of ids

@@ -35,13 +35,28 @@ namespace wb {
 
 /// The shape of a GPT: what must be saved next to the weights (§21.9), because the weights
 /// alone do not say how many heads they are split into.
+/// How the model knows where a token is (chapter 3).
+enum class Positions {
+    learned,  ///< GPT-2: a trained table `wpe [T_max, D]` added to the token embeddings
+    rope,     ///< RoPE: queries and keys rotated inside every attention layer (no table)
+};
+
+/// The name of a position kind, as the program's `--positions` option spells it.
+inline const char* positions_name(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
+
+/// The shape of a GPT: what must be saved next to the weights (§21.9), because the weights
+/// alone do not say how many heads they are split into.
 struct GptConfig {
     std::size_t V;      ///< vocabulary size: token ids are in `[0, V)`
-    std::size_t T_max;  ///< longest sequence: rows of the position table wpe
+    std::size_t T_max;  ///< longest sequence (with learned positions: the rows of wpe)
     std::size_t D;      ///< model width
     std::size_t H;      ///< heads per attention layer; must divide D
     std::size_t L;      ///< number of blocks
+    Positions positions = Positions::learned;  ///< learned table or RoPE
 };
+
+/// The frequency base of the model's RoPE (RoFormer's and LLaMA's 10000).
+inline constexpr float kRopeBase = 10000.0f;
 
 /// The parameters of one Pre-LN block, in PyTorch's layout.
 template <class T>
@@ -68,7 +83,7 @@ struct GptBlock {
 template <class T>
 struct GptParams {
     Mat<T> wte;                    ///< `[V, D]` token embedding table
-    Mat<T> wpe;                    ///< `[T_max, D]` learned position embedding table
+    Mat<T> wpe;                    ///< `[T_max, D]` learned position table; `[0, D]` with RoPE
     std::vector<GptBlock<T>> blocks;  ///< L blocks
     Vec<T> ln_f_g;                 ///< `[D]` final LayerNorm: scale
     Vec<T> ln_f_b;                 ///< `[D]` final LayerNorm: shift
@@ -90,17 +105,13 @@ template <class T>
 struct GptBlockCache {
     Mat<T> x_in;      ///< `[N, D]` residual stream entering the block
     Mat<T> ln1;       ///< `[N, D]` LayerNorm 1 output
-    Vec<T> ln1_mean;  ///< `[N]` LayerNorm 1 row means
-    Vec<T> ln1_rstd;  ///< `[N]` LayerNorm 1 row 1/sqrt(var + eps)
-    Cube<T> q;        ///< `[B, H, T, d]` queries
-    Cube<T> k;        ///< `[B, H, T, d]` keys
+    Cube<T> q;        ///< `[B, H, T, d]` queries (rotated, with RoPE)
+    Cube<T> k;        ///< `[B, H, T, d]` keys (rotated, with RoPE)
     Cube<T> v;        ///< `[B, H, T, d]` values
     Cube<T> att;      ///< `[B, H, T, T]` causal attention weights
     Mat<T> att_out;   ///< `[N, D]` attention output with the heads merged (input of w_o)
     Mat<T> x_mid;     ///< `[N, D]` residual stream after the attention half
     Mat<T> ln2;       ///< `[N, D]` LayerNorm 2 output
-    Vec<T> ln2_mean;  ///< `[N]`
-    Vec<T> ln2_rstd;  ///< `[N]`
     Mat<T> fc;        ///< `[N, 4D]` FFN expansion before GELU
     Mat<T> fc_gelu;   ///< `[N, 4D]` after GELU (input of w_proj)
 };
@@ -116,8 +127,6 @@ struct GptCache {
     std::vector<GptBlockCache<T>> blocks;  ///< one per block
     Mat<T> x_final;     ///< `[N, D]` residual stream after the last block
     Mat<T> ln_f;        ///< `[N, D]` final LayerNorm output (input of lm_head)
-    Vec<T> ln_f_mean;   ///< `[N]`
-    Vec<T> ln_f_rstd;   ///< `[N]`
     Mat<T> logits;      ///< `[N, V]`
     bool has_loss = false;  ///< true once gpt_forward computed a loss (gpt_backward needs it)
 };
@@ -131,14 +140,17 @@ struct NextToken {
 /// The epsilon of every LayerNorm in the model (PyTorch's default).
 inline constexpr double kGptLayerNormEps = 1e-5;
 
-/// Formats a configuration for error messages: `{V = 11, T_max = 8, D = 12, H = 3, L = 2}`.
+/// Formats a configuration for error messages:
+/// `{V = 11, T_max = 8, D = 12, H = 3, L = 2, positions = learned}`.
 inline std::string config_str(const GptConfig& c) {
     return "{V = " + std::to_string(c.V) + ", T_max = " + std::to_string(c.T_max) +
            ", D = " + std::to_string(c.D) + ", H = " + std::to_string(c.H) +
-           ", L = " + std::to_string(c.L) + "}";
+           ", L = " + std::to_string(c.L) + ", positions = " + positions_name(c.positions) +
+           "}";
 }
 
-/// Raises a ShapeError from `fn` unless every size of `c` is at least 1 and H divides D.
+/// Raises a ShapeError from `fn` unless every size of `c` is at least 1, H divides D and,
+/// with RoPE, the head width D / H is even.
 /// Given code, shared by the model (this chapter) and the KV cache (chapter 9).
 inline void require_valid_config(const std::string& fn, const GptConfig& c) {
     if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0) {
@@ -148,6 +160,15 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
         throw ShapeError(fn + ": config " + config_str(c) + ": H = " + std::to_string(c.H) +
                          " does not divide D = " + std::to_string(c.D) +
                          " (each head has width d = D / H)");
+    }
+    if (c.positions == Positions::rope && (c.D / c.H) % 2 != 0) {
+        throw ShapeError(fn + ": config " + config_str(c) + ": RoPE turns pairs of features, "
+                         "so the head width d = D / H = " + std::to_string(c.D / c.H) +
+                         " must be even");
+    }
+    if (c.positions != Positions::learned && c.positions != Positions::rope) {
+        throw ShapeError(fn + ": config " + config_str(c) + ": positions is neither learned "
+                         "nor rope");
     }
 }
 
@@ -178,7 +199,7 @@ void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p
                          " for config " + config_str(c));
     };
     need("wte", SIZE_MAX, p.wte, {c.V, D});
-    need("wpe", SIZE_MAX, p.wpe, {c.T_max, D});
+    need("wpe", SIZE_MAX, p.wpe, {c.positions == Positions::learned ? c.T_max : 0, D});
     if (p.blocks.size() != c.L) {
         throw ShapeError(std::string(fn) + ": " + which + " has " +
                          std::to_string(p.blocks.size()) + " blocks, expected L = " +
@@ -270,16 +291,25 @@ std::vector<ParamRef<const T>> parameters(const GptParams<T>& params);
 ///         "wb::shift_for_next_token" and the shape)
 NextToken shift_for_next_token(const TokenIds& tokens);
 
-/// The GPT forward with its loss: the llm.c `gpt2_forward`.
+/// The GPT forward with its loss, assembled from the functions of chapters 1–7 (no layer is
+/// written a second time here: a mistake in an earlier chapter shows up in this model).
 /// ```
-///   x = wte[inputs] + wpe[0..T)                                       [N, D]
-///   for each block:  x = x + w_o · attention(LN1(x))    causal, H heads
-///                    x = x + w_proj · GELU(w_fc · LN2(x))
-///   logits = LN_f(x) · lm_headᵀ                                       [N, V]
+///   x = embed(wte, inputs)                        chapter 2            [B, T, D]
+///   learned positions:  x = add_positions(x, wpe) chapter 3
+///   for each block (chapter 7's Pre-LN block, taken apart to keep what the backward needs):
+///     h = layer_norm(x, ln1)                      chapter 7
+///     q, k, v = split_heads(linear(h, w_q | w_k | w_v), H)  chapters 2, 1  [B, H, T, d]
+///     RoPE:  q, k = apply_rope(q), apply_rope(k)  chapter 3
+///     heads = sdpa(q, k, v, causal_mask(T))       chapters 4, 6
+///     x = x + linear(merge_heads(heads), w_o)     the residual
+///     x = x + linear(gelu(linear(layer_norm(x, ln2), w_fc)), w_proj)
+///   logits = lm_head(layer_norm(x, ln_f), lm_head)  chapter 2         [B, T, V] -> [N, V]
 ///   loss = mean cross entropy of logits against the flattened targets
 /// ```
 /// Targets equal to `ignore_index` (padding) are left out of the mean. Every intermediate
-/// the backward needs is stored in `cache` (overwriting what it held).
+/// the backward needs is stored in `cache` (overwriting what it held), flattened to rows
+/// `[N, ·]` where the backward works on rows. The model runs in float, like the chapters it
+/// is made of; the gradient checks of the layers' backwards run in double on their own.
 /// @param params the model; its shapes must match `config`
 /// @param config the model's shape
 /// @param inputs `[B, T]` token ids in `[0, V)`, T <= T_max
@@ -292,9 +322,9 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 /// @throws ValueError if T > T_max (the message names T and T_max), or an input id is
 ///         outside [0, V), or a target is neither in [0, V) nor ignore_index (the message names
 ///         the position and the id)
-template <class T>
-T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
-              const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache);
+float gpt_forward(const GptParams<float>& params, const GptConfig& config,
+                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
+                  GptCache<float>& cache);
 
 /// The logits alone, for inference: the same computation as gpt_forward without targets.
 /// @param params the model
@@ -303,13 +333,14 @@ T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenId
 /// @return `[B·T, V]` logits; row `b·T + t` scores the token after `inputs[b, t]`
 /// @throws ShapeError as gpt_forward (config, parameter shapes, empty inputs)
 /// @throws ValueError if T > T_max or an id is outside [0, V)
-template <class T>
-Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs);
+Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
+                      const TokenIds& inputs);
 
 /// The GPT backward: the gradient of the loss of the last gpt_forward with respect to every
 /// parameter, **added** into `grads` (PyTorch's convention: gradients accumulate until
 /// zero_grad). Walks the forward in reverse: cross entropy → lm_head → final LayerNorm →
-/// blocks L-1 … 0 (through both residual branches) → position and token embeddings.
+/// blocks L-1 … 0 (through both residual branches, RoPE's rotation undone on dq and dk) →
+/// position and token embeddings.
 /// @param params the model used by the forward
 /// @param config its shape
 /// @param cache what gpt_forward stored
@@ -318,9 +349,8 @@ Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const Tok
 ///         of the cache does not have the shape gpt_forward gave it for cache.batch and
 ///         cache.seq_len (all checked before anything is read)
 /// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits)
-template <class T>
-void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
-                  GptParams<T>& grads);
+void gpt_backward(const GptParams<float>& params, const GptConfig& config,
+                  const GptCache<float>& cache, GptParams<float>& grads);
 
 /// Sets every gradient to 0: the `optimizer.zero_grad()` that starts each step of §21.7.
 /// @param grads every tensor of it is filled with 0
