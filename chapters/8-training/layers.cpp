@@ -1,4 +1,5 @@
-// Chapter 8 — your implementation of every layer's forward and backward, and the loss.
+// Chapter 8 — your backward of every layer of the model, and the loss. The forwards are yours
+// already: chapters 2–7 (each function in layers.hpp names the one it undoes).
 // Replace each WB_STUB() with the body; the spec of every function is its comment in
 // layers.hpp, the formulas are in README.md. Each function is a template over the scalar type
 // T: write it once with T, and the instantiations at the end of this file make a float and
@@ -22,13 +23,6 @@ inline namespace WB_IMPL {
 // ---- Linear: y = x Wᵀ + b -------------------------------------------------------------------
 
 template <class T>
-Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias) {
-    // Spec: layers.hpp, @throws first. Guide §6 (Linear).
-    (void)x, (void)weight, (void)bias;
-    WB_STUB();
-}
-
-template <class T>
 void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
                      Mat<T>& dweight, Vec<T>& dbias) {
     // Spec: layers.hpp, @throws first. Guide §6 (Linear) and §7 (what a backward assigns, what it
@@ -40,31 +34,15 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
 template <class T>
-Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
-                          Vec<T>& mean, Vec<T>& rstd) {
-    // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm: what the forward saves).
-    (void)x, (void)gamma, (void)beta, (void)eps, (void)mean, (void)rstd;
-    WB_STUB();
-}
-
-template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
-                         const Vec<T>& mean, const Vec<T>& rstd, Mat<T>& dx, Vec<T>& dgamma,
-                         Vec<T>& dbeta) {
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
+                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta) {
     // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm) — derive it yourself first (the guide's
     // questions).
-    (void)dy, (void)x, (void)gamma, (void)mean, (void)rstd, (void)dx, (void)dgamma, (void)dbeta;
+    (void)dy, (void)x, (void)gamma, (void)eps, (void)dx, (void)dgamma, (void)dbeta;
     WB_STUB();
 }
 
 // ---- GELU, exact: x Φ(x) ---------------------------------------------------------------------
-
-template <class T>
-Mat<T> gelu_forward(const Mat<T>& x) {
-    // Spec: layers.hpp, @throws first. Guide §6 (GELU).
-    (void)x;
-    WB_STUB();
-}
 
 template <class T>
 Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
@@ -76,20 +54,21 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 // ---- Causal attention on split heads ---------------------------------------------------------
 
 template <class T>
-Cube<T> causal_attention_forward(const Cube<T>& q, const Cube<T>& k, const Cube<T>& v,
-                                 Cube<T>& weights) {
-    // Spec: layers.hpp, @throws first. Guide §6 (Causal attention).
-    (void)q, (void)k, (void)v, (void)weights;
-    WB_STUB();
-}
-
-template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
                                const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
                                Cube<T>& dk, Cube<T>& dv) {
     // Spec: layers.hpp, @throws first. Guide §6 (Softmax: the Jacobian-vector product; Causal
     // attention).
     (void)dout, (void)q, (void)k, (void)v, (void)weights, (void)dq, (void)dk, (void)dv;
+    WB_STUB();
+}
+
+// ---- RoPE: a rotation per pair of features ---------------------------------------------------
+
+template <class T>
+Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
+    // Spec: layers.hpp, @throws first. Guide §6 (RoPE: the inverse of a rotation).
+    (void)dy, (void)offset, (void)base;
     WB_STUB();
 }
 
@@ -124,18 +103,12 @@ Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64
 // Keep these lines: they compile each template above for T = float and T = double.
 
 #define WB_INSTANTIATE_LAYERS(T)                                                                  \
-    template Mat<T> linear_forward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&);              \
     template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,       \
                                      Mat<T>&, Vec<T>&);                                          \
-    template Mat<T> layer_norm_forward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, T,        \
-                                          Vec<T>&, Vec<T>&);                                     \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&,            \
-                                         const Vec<T>&, const Vec<T>&, Mat<T>&, Vec<T>&,         \
-                                         Vec<T>&);                                               \
-    template Mat<T> gelu_forward<T>(const Mat<T>&);                                              \
+    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T,         \
+                                         Mat<T>&, Vec<T>&, Vec<T>&);                             \
     template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                              \
-    template Cube<T> causal_attention_forward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&, \
-                                                 Cube<T>&);                                      \
+    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                          \
     template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,   \
                                                const Cube<T>&, const Cube<T>&, Cube<T>&,         \
                                                Cube<T>&, Cube<T>&);                              \

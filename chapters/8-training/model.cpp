@@ -1,11 +1,20 @@
-// Chapter 8 — your GPT, assembled from your layers (layers.cpp). Replace each WB_STUB() with
-// the body; the spec of every function is its comment in model.hpp, the walk-through is in
-// README.md ("The model, AdamW and checkpoints"). Each function is a template over the scalar
-// type T (float to train, double for the gradient checks): inside them T is the scalar type,
-// so call the sequence length something else (`seq`). Keep the instantiations at the end.
+// Chapter 8 — your GPT, assembled from your chapters 1–7 (the forward) and your backwards
+// (layers.cpp). Replace each WB_STUB() with the body; the spec of every function is its comment
+// in model.hpp, the walk-through is in README.md ("The model, AdamW and checkpoints"). The
+// parameter helpers are templates over the scalar type T (float to train, double for the
+// gradient checks): inside them T is the scalar type, so call the sequence length something
+// else (`seq`). The model itself runs in float, like chapters 2–7. Keep the instantiations at
+// the end.
 // Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
 // `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
 #include "8-training/model.hpp"
+
+#include "1-tensors/tensors.hpp"
+#include "2-embedding/embedding.hpp"
+#include "3-positions/positions.hpp"
+#include "4-sdpa/sdpa.hpp"
+#include "6-masks/masks.hpp"
+#include "7-blocks/blocks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -49,25 +58,24 @@ NextToken shift_for_next_token(const TokenIds& tokens) {
     WB_STUB();
 }
 
-template <class T>
-T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
-              const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache) {
+float gpt_forward(const GptParams<float>& params, const GptConfig& config,
+                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
+                  GptCache<float>& cache) {
     // Spec: model.hpp, @throws first. Guide §10 (the forward, and what the cache keeps).
     (void)params, (void)config, (void)inputs, (void)targets, (void)ignore_index, (void)cache;
     WB_STUB();
 }
 
-template <class T>
-Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs) {
+Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
+                      const TokenIds& inputs) {
     // Spec: model.hpp, @throws first. Guide §10 and §8 (inference: the same forward without the
     // cache).
     (void)params, (void)config, (void)inputs;
     WB_STUB();
 }
 
-template <class T>
-void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
-                  GptParams<T>& grads) {
+void gpt_backward(const GptParams<float>& params, const GptConfig& config,
+                  const GptCache<float>& cache, GptParams<float>& grads) {
     // Spec: model.hpp, @throws first. Guide §11 (the forward in reverse; the residual's two paths).
     (void)params, (void)config, (void)cache, (void)grads;
     WB_STUB();
@@ -80,17 +88,13 @@ void zero_grad(GptParams<T>& grads) {
     WB_STUB();
 }
 
-// The two instantiations: float for training, double for the gradient checks. Keep them.
+// The two instantiations of the parameter helpers: float for training, double for the
+// gradient checks. Keep them.
 #define WB_INSTANTIATE_MODEL(T)                                                                  \
     template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);                        \
     template GptParams<T> zeros_like<T>(const GptParams<T>&);                                   \
     template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);                             \
     template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&);                 \
-    template T gpt_forward<T>(const GptParams<T>&, const GptConfig&, const TokenIds&,           \
-                              const TokenIds&, std::int64_t, GptCache<T>&);                     \
-    template Mat<T> gpt_logits<T>(const GptParams<T>&, const GptConfig&, const TokenIds&);      \
-    template void gpt_backward<T>(const GptParams<T>&, const GptConfig&, const GptCache<T>&,    \
-                                  GptParams<T>&);                                               \
     template void zero_grad<T>(GptParams<T>&);
 
 WB_INSTANTIATE_MODEL(float)

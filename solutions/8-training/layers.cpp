@@ -1,7 +1,7 @@
-// Chapter 8 — reference implementation of every layer's forward and backward, and the loss.
+// Chapter 8 — reference implementation of every layer's backward, and the loss.
 //
-// The llm.c way: no autograd, so each layer is a forward and a hand-written backward side by
-// side, in plain loops over the data. Shapes are written beside every buffer: N rows (the
+// The llm.c way: no autograd, so each layer gets a hand-written backward, in plain loops over
+// the data. The forwards are chapters 2–7's; each backward names the one it undoes. Shapes are written beside every buffer: N rows (the
 // B·T tokens, flattened), D features, F hidden features, V vocabulary, B batch, H heads,
 // T positions, d the width of one head. Big matrix products go through BLAS
 // (xt::linalg::dot calls sgemm for float and dgemm for double).
@@ -77,7 +77,7 @@ std::size_t check_targets(const char* function, const Mat<T>& logits,
     return valid;
 }
 
-// The checks shared by causal_attention_forward and _backward: q, k, v alike, d >= 1.
+// q, k, v alike, d >= 1 (what the forward, chapter 4's sdpa, accepted for causal attention).
 template <class T>
 void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const Cube<T>& v) {
     if (k.shape() != q.shape() || v.shape() != q.shape() || q.shape(3) == 0) {
@@ -90,29 +90,6 @@ void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const C
 }  // namespace
 
 // ---- Linear: y = x Wᵀ + b -------------------------------------------------------------------
-
-template <class T>
-Mat<T> linear_forward(const Mat<T>& x, const Mat<T>& weight, const Vec<T>& bias) {
-    const std::size_t N = x.shape(0), in = x.shape(1), out = weight.shape(0);
-    if (weight.shape(1) != in) {
-        throw ShapeError("wb::linear_forward: x [N, in] has shape " + shape_str(x.shape()) +
-                         " but weight [out, in] has shape " + shape_str(weight.shape()) +
-                         ", expected the same in");
-    }
-    if (bias.size() != 0 && bias.size() != out) {
-        throw ShapeError("wb::linear_forward: bias has shape " + shape_str(bias.shape()) +
-                         ", expected [out] = [" + std::to_string(out) + "] or empty [0] (no bias)");
-    }
-    Mat<T> y = xt::zeros<T>({N, out});                        // [N, out]
-    if (N > 0 && out > 0 && in > 0) {
-        y = xt::linalg::dot(x, xt::transpose(weight));         // [N, in] · [in, out]
-    }
-    if (bias.size() != 0) {
-        for (std::size_t n = 0; n < N; ++n)
-            for (std::size_t o = 0; o < out; ++o) y(n, o) += bias(o);
-    }
-    return y;
-}
 
 template <class T>
 void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
@@ -142,60 +119,35 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
 template <class T>
-Mat<T> layer_norm_forward(const Mat<T>& x, const Vec<T>& gamma, const Vec<T>& beta, T eps,
-                          Vec<T>& mean, Vec<T>& rstd) {
-    const char* f = "wb::layer_norm_forward";
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
+                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta) {
+    const char* f = "wb::layer_norm_backward";
     const std::size_t N = x.shape(0), D = x.shape(1);
     if (D == 0) {
         throw ShapeError(std::string(f) + ": x [N, D] has shape " + shape_str(x.shape()) +
-                         ", expected D >= 1 features to normalise");
+                         ", expected D >= 1 features");
     }
-    need(f, "gamma [D]", gamma, {D}, "D from x [N, D] = " + shape_str(x.shape()));
-    need(f, "beta [D]", beta, {D}, "D from x [N, D] = " + shape_str(x.shape()));
-    if (!(eps > T(0)) || !std::isfinite(eps)) {  // the rule of chapter 7's layer_norm
-        throw ValueError(std::string(f) + ": eps = " + std::to_string(eps) +
-                         ", expected eps > 0 and finite (it keeps the division finite for a "
-                         "constant row)");
-    }
-
-    Mat<T> y = Mat<T>::from_shape({N, D});  // [N, D]
-    mean = Vec<T>::from_shape({N});         // [N] saved for the backward
-    rstd = Vec<T>::from_shape({N});         // [N] saved for the backward
-    for (std::size_t n = 0; n < N; ++n) {
-        T m = 0;
-        for (std::size_t i = 0; i < D; ++i) m += x(n, i);
-        m /= static_cast<T>(D);
-        T v = 0;  // biased variance (correction 0), as nn.LayerNorm: divide by D, not D - 1
-        for (std::size_t i = 0; i < D; ++i) v += (x(n, i) - m) * (x(n, i) - m);
-        v /= static_cast<T>(D);
-        const T s = T(1) / std::sqrt(v + eps);  // eps inside the square root
-        for (std::size_t i = 0; i < D; ++i) {
-            const T xhat = (x(n, i) - m) * s;     // normalised: mean 0, variance 1
-            y(n, i) = xhat * gamma(i) + beta(i);  // then scaled and shifted per feature
-        }
-        mean(n) = m;
-        rstd(n) = s;
-    }
-    return y;
-}
-
-template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
-                         const Vec<T>& mean, const Vec<T>& rstd, Mat<T>& dx, Vec<T>& dgamma,
-                         Vec<T>& dbeta) {
-    const char* f = "wb::layer_norm_backward";
-    const std::size_t N = x.shape(0), D = x.shape(1);
     const std::string from_x = "from x [N, D] = " + shape_str(x.shape());
     need(f, "dy [N, D]", dy, {N, D}, "the shape of x");
     need(f, "gamma [D]", gamma, {D}, from_x);
-    need(f, "mean [N]", mean, {N}, from_x + ", as saved by the forward");
-    need(f, "rstd [N]", rstd, {N}, from_x + ", as saved by the forward");
     need(f, "dgamma [D]", dgamma, {D}, from_x + "; it is accumulated");
     need(f, "dbeta [D]", dbeta, {D}, from_x + "; it is accumulated");
+    if (!(eps > T(0)) || !std::isfinite(eps)) {  // the rule of chapter 7's layer_norm
+        throw ValueError(std::string(f) + ": eps = " + std::to_string(eps) +
+                         ", expected eps > 0 and finite (the forward's eps)");
+    }
 
     dx = Mat<T>::from_shape({N, D});  // [N, D] assigned
     for (std::size_t n = 0; n < N; ++n) {
-        const T m = mean(n), s = rstd(n);
+        // The row's statistics, recomputed exactly as the forward computed them: the mean,
+        // the biased variance (divide by D) and s = 1 / sqrt(var + eps).
+        T m = 0;
+        for (std::size_t i = 0; i < D; ++i) m += x(n, i);
+        m /= static_cast<T>(D);
+        T var = 0;
+        for (std::size_t i = 0; i < D; ++i) var += (x(n, i) - m) * (x(n, i) - m);
+        var /= static_cast<T>(D);
+        const T s = T(1) / std::sqrt(var + eps);
         // g = dy ⊙ gamma is the gradient of xhat. Its two row means are the two terms that
         // the mean and the variance contribute: every xhat_i depends on the whole row.
         T g_mean = 0, gx_mean = 0;
@@ -221,17 +173,6 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
 // ---- GELU, exact: x Φ(x) ---------------------------------------------------------------------
 
 template <class T>
-Mat<T> gelu_forward(const Mat<T>& x) {
-    const T inv_sqrt2 = T(1) / std::sqrt(T(2));
-    Mat<T> y = Mat<T>::from_shape(x.shape());  // [N, F]
-    for (std::size_t k = 0; k < x.size(); ++k) {
-        const T v = x.data()[k];
-        y.data()[k] = T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2));  // x Φ(x)
-    }
-    return y;
-}
-
-template <class T>
 Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
     if (dy.shape() != x.shape()) {
         throw ShapeError("wb::gelu_backward: dy has shape " + shape_str(dy.shape()) +
@@ -251,47 +192,6 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 }
 
 // ---- Causal attention on split heads ---------------------------------------------------------
-
-template <class T>
-Cube<T> causal_attention_forward(const Cube<T>& q, const Cube<T>& k, const Cube<T>& v,
-                                 Cube<T>& weights) {
-    check_qkv("wb::causal_attention_forward", q, k, v);
-    const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
-    const T scale = T(1) / std::sqrt(static_cast<T>(d));  // 1/sqrt(d), d = one head's width
-
-    weights = xt::zeros<T>({B, H, Tn, Tn});      // [B, H, T, T]: above the diagonal stays 0
-    Cube<T> out = xt::zeros<T>({B, H, Tn, d});   // [B, H, T, d]
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t i = 0; i < Tn; ++i) {
-                // Scores of query i over keys 0..i only: the future (j > i) is never read,
-                // which is the -inf mask before the softmax without computing it.
-                T m = -std::numeric_limits<T>::infinity();
-                for (std::size_t j = 0; j <= i; ++j) {
-                    T s = 0;
-                    for (std::size_t c = 0; c < d; ++c) s += q(b, h, i, c) * k(b, h, j, c);
-                    s *= scale;
-                    weights(b, h, i, j) = s;  // the score for now; the weight below
-                    m = std::max(m, s);
-                }
-                // Stable softmax over the readable keys: subtract the row maximum.
-                T sum = 0;
-                for (std::size_t j = 0; j <= i; ++j) {
-                    const T e = std::exp(weights(b, h, i, j) - m);
-                    weights(b, h, i, j) = e;
-                    sum += e;
-                }
-                for (std::size_t j = 0; j <= i; ++j) weights(b, h, i, j) /= sum;
-                // out_i = sum_j w_ij v_j
-                for (std::size_t j = 0; j <= i; ++j) {
-                    const T w = weights(b, h, i, j);
-                    for (std::size_t c = 0; c < d; ++c) out(b, h, i, c) += w * v(b, h, j, c);
-                }
-            }
-        }
-    }
-    return out;
-}
 
 template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
@@ -337,6 +237,45 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
             }
         }
     }
+}
+
+// ---- RoPE: a rotation per pair of features, undone by the opposite rotation ------------------
+
+template <class T>
+Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
+    const char* f = "wb::rope_backward";
+    const std::size_t B = dy.shape(0), H = dy.shape(1), Tn = dy.shape(2), d = dy.shape(3);
+    if (d % 2 != 0) {
+        throw ShapeError(std::string(f) + ": dy [B, H, T, d] has shape " + shape_str(dy.shape()) +
+                         ", expected an even head width d (RoPE turns pairs of features)");
+    }
+    if (offset < 0) {
+        throw ValueError(std::string(f) + ": offset = " + std::to_string(offset) +
+                         ", expected offset >= 0 (the position of the first token)");
+    }
+    if (!(base > T(1)) || !std::isfinite(base)) {
+        throw ValueError(std::string(f) + ": base = " + std::to_string(base) +
+                         ", expected a finite base > 1");
+    }
+    Cube<T> dx = Cube<T>::from_shape(dy.shape());  // [B, H, T, d] assigned
+    for (std::size_t t = 0; t < Tn; ++t) {
+        const double p = static_cast<double>(offset) + static_cast<double>(t);  // position
+        for (std::size_t i = 0; i < d / 2; ++i) {
+            // The forward's angle p θ_i in double, θ_i = base^(−2i/d).
+            const double theta = std::pow(static_cast<double>(base),
+                                          -2.0 * static_cast<double>(i) / static_cast<double>(d));
+            const T c = static_cast<T>(std::cos(p * theta)), sn = static_cast<T>(std::sin(p * theta));
+            for (std::size_t b = 0; b < B; ++b) {
+                for (std::size_t h = 0; h < H; ++h) {
+                    const T g0 = dy(b, h, t, 2 * i), g1 = dy(b, h, t, 2 * i + 1);
+                    // The transposed rotation [[c, s], [−s, c]]: the angle −p θ_i.
+                    dx(b, h, t, 2 * i) = g0 * c + g1 * sn;
+                    dx(b, h, t, 2 * i + 1) = -g0 * sn + g1 * c;
+                }
+            }
+        }
+    }
+    return dx;
 }
 
 // ---- Embedding backward ---------------------------------------------------------------------
@@ -409,18 +348,12 @@ Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64
 // ---- The two instantiations: float for training, double for the gradient checks -------------
 
 #define WB_INSTANTIATE_LAYERS(T)                                                                  \
-    template Mat<T> linear_forward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&);              \
     template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,       \
                                      Mat<T>&, Vec<T>&);                                          \
-    template Mat<T> layer_norm_forward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, T,        \
-                                          Vec<T>&, Vec<T>&);                                     \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&,            \
-                                         const Vec<T>&, const Vec<T>&, Mat<T>&, Vec<T>&,         \
-                                         Vec<T>&);                                               \
-    template Mat<T> gelu_forward<T>(const Mat<T>&);                                              \
+    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T,         \
+                                         Mat<T>&, Vec<T>&, Vec<T>&);                             \
     template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                              \
-    template Cube<T> causal_attention_forward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&, \
-                                                 Cube<T>&);                                      \
+    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                          \
     template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,   \
                                                const Cube<T>&, const Cube<T>&, Cube<T>&,         \
                                                Cube<T>&, Cube<T>&);                              \

@@ -1,8 +1,16 @@
-// Chapter 8 — reference implementation: the GPT assembled from the layers of layers.cpp.
-// The structure follows llm.c's gpt2_forward / gpt2_backward: a forward that keeps every
-// activation the backward needs, and a backward that walks the same steps in reverse.
-// In the templates T is the scalar type (float or double); the sequence length is `seq`.
+// Chapter 8 — reference implementation: the GPT assembled from chapters 1–7 (the forward)
+// and the backwards of layers.cpp. The structure follows llm.c's gpt2_forward /
+// gpt2_backward: a forward that keeps every activation the backward needs, and a backward
+// that walks the same steps in reverse. In the templates T is the scalar type (float or
+// double); the sequence length is `seq`.
 #include "8-training/model.hpp"
+
+#include "1-tensors/tensors.hpp"
+#include "2-embedding/embedding.hpp"
+#include "3-positions/positions.hpp"
+#include "4-sdpa/sdpa.hpp"
+#include "6-masks/masks.hpp"
+#include "7-blocks/blocks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +34,7 @@ void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c
     if (seq > c.T_max) {
         throw ValueError(fn + ": inputs [B, T] has shape " + shape_str(ids.shape()) + ": T = " +
                          num(seq) + " exceeds T_max = " + num(c.T_max) +
-                         " (the position table wpe has T_max rows)");
+                         " (the longest sequence the model was made for)");
     }
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t t = 0; t < seq; ++t) {
@@ -39,81 +47,86 @@ void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c
     }
 }
 
-// [N, D] rows (b·T + t, column h·d + i) -> [B, H, T, d]: the heads split apart.
-template <class T>
-Cube<T> split_heads(const Mat<T>& x, std::size_t B, std::size_t seq, std::size_t H) {
-    const std::size_t d = x.shape(1) / H;
-    Cube<T> out = Cube<T>::from_shape({B, H, seq, d});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < seq; ++t)
-            for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t i = 0; i < d; ++i) out(b, h, t, i) = x(b * seq + t, h * d + i);
-    return out;
+// [B, T, F] -> [N, F] rows (row b·T + t): the layout of the row-wise backwards. Row-major
+// storage is the same, so this is one copy.
+Mat<float> rows(const Tensor3& x) {
+    Mat<float> m = Mat<float>::from_shape({x.shape(0) * x.shape(1), x.shape(2)});
+    std::copy(x.data(), x.data() + x.size(), m.data());
+    return m;
 }
 
-// [B, H, T, d] -> [N, D]: the inverse of split_heads.
-template <class T>
-Mat<T> merge_heads(const Cube<T>& x) {
-    const std::size_t B = x.shape(0), H = x.shape(1), seq = x.shape(2), d = x.shape(3);
-    Mat<T> out = Mat<T>::from_shape({B * seq, H * d});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < seq; ++t)
-            for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t i = 0; i < d; ++i) out(b * seq + t, h * d + i) = x(b, h, t, i);
-    return out;
+// [N, F] rows -> [B, T, F]: the inverse of rows(), for chapters 1–7's functions.
+Tensor3 seqs(const Mat<float>& m, std::size_t B, std::size_t seq) {
+    Tensor3 x = Tensor3::from_shape({B, seq, m.shape(1)});
+    std::copy(m.data(), m.data() + m.size(), x.data());
+    return x;
 }
 
-// The forward up to the logits; fills everything in cache but the targets and the loss.
-template <class T>
-void forward_to_logits(const GptParams<T>& p, const GptConfig& c, const TokenIds& inputs,
-                       GptCache<T>& cache) {
-    const std::size_t B = inputs.shape(0), seq = inputs.shape(1), D = c.D, H = c.H;
-    const std::size_t N = B * seq;
-    const T eps = static_cast<T>(kGptLayerNormEps);
+// Chapter 2's Linear from the model's weight [out, in] and bias [out] (a copy: the model keeps
+// its tensors in the flat layout of GptParams, the chapters take a Linear).
+Linear as_linear(const Mat<float>& weight, const Vec<float>& bias) { return Linear{weight, bias}; }
+
+LayerNormParams as_layer_norm(const Vec<float>& gamma, const Vec<float>& beta) {
+    return LayerNormParams{gamma, beta, static_cast<float>(kGptLayerNormEps)};
+}
+
+// The forward up to the logits, made of chapters 1–7; fills everything in cache but the
+// targets and the loss.
+void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const TokenIds& inputs,
+                       GptCache<float>& cache) {
+    const std::size_t B = inputs.shape(0), seq = inputs.shape(1), H = c.H;
+    const bool rope = c.positions == Positions::rope;
     cache.batch = B;
     cache.seq_len = seq;
     cache.inputs = inputs;
     cache.targets = xt::xtensor<std::int64_t, 1>::from_shape({0});
     cache.has_loss = false;
 
-    // Token embedding plus position embedding: row b·T + t = wte[id] + wpe[t].
-    Mat<T> x = Mat<T>::from_shape({N, D});  // [N, D]
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < seq; ++t) {
-            const auto id = static_cast<std::size_t>(inputs(b, t));
-            for (std::size_t j = 0; j < D; ++j) x(b * seq + t, j) = p.wte(id, j) + p.wpe(t, j);
-        }
-    }
+    // Token embedding (chapter 2), then learned positions (chapter 3); RoPE adds nothing here,
+    // it turns q and k inside every block.
+    Tensor3 x = embed(p.wte, inputs);              // [B, T, D]
+    if (!rope) x = add_positions(x, p.wpe, 0);     // + wpe[0..T)
+    const Mask causal = causal_mask(seq);          // [1, T, T], chapter 6
 
     cache.blocks.resize(c.L);
     for (std::size_t l = 0; l < c.L; ++l) {
-        const GptBlock<T>& w = p.blocks[l];
-        GptBlockCache<T>& a = cache.blocks[l];
-        a.x_in = x;  // [N, D]
+        const GptBlock<float>& w = p.blocks[l];
+        GptBlockCache<float>& a = cache.blocks[l];
+        a.x_in = rows(x);  // [N, D]
 
-        // Attention half: x_mid = x + w_o · attention(LN1(x)).
-        a.ln1 = layer_norm_forward(x, w.ln1_g, w.ln1_b, eps, a.ln1_mean, a.ln1_rstd);  // [N, D]
-        a.q = split_heads(Mat<T>(linear_forward(a.ln1, w.w_q, w.b_q)), B, seq, H);  // [B, H, T, d]
-        a.k = split_heads(Mat<T>(linear_forward(a.ln1, w.w_k, w.b_k)), B, seq, H);  // [B, H, T, d]
-        a.v = split_heads(Mat<T>(linear_forward(a.ln1, w.w_v, w.b_v)), B, seq, H);  // [B, H, T, d]
-        const Cube<T> heads = causal_attention_forward(a.q, a.k, a.v, a.att);  // [B, H, T, d]
-        a.att_out = merge_heads(heads);                                         // [N, D]
-        const Mat<T> attn = linear_forward(a.att_out, w.w_o, w.b_o);            // [N, D]
-        a.x_mid = x + attn;  // the residual: the block adds to the stream, never replaces it
+        // Attention half (chapter 7's Pre-LN block, step by step):
+        // x_mid = x + w_o · attention(LN1(x)).
+        const Tensor3 h = layer_norm(x, as_layer_norm(w.ln1_g, w.ln1_b));  // [B, T, D]
+        a.ln1 = rows(h);
+        a.q = split_heads(linear(h, as_linear(w.w_q, w.b_q)), H);  // [B, H, T, d]
+        a.k = split_heads(linear(h, as_linear(w.w_k, w.b_k)), H);  // [B, H, T, d]
+        a.v = split_heads(linear(h, as_linear(w.w_v, w.b_v)), H);  // [B, H, T, d]
+        if (rope) {  // chapter 3: the positions enter through q and k only, never v
+            a.q = apply_rope(a.q, 0, kRopeBase);
+            a.k = apply_rope(a.k, 0, kRopeBase);
+        }
+        Attention att = sdpa(a.q, a.k, a.v, causal);  // chapters 4 and 6, scaled by 1/sqrt(d)
+        a.att = std::move(att.weights);               // [B, H, T, T]
+        const Tensor3 merged = merge_heads(att.output);  // [B, T, D]
+        a.att_out = rows(merged);
+        x = x + linear(merged, as_linear(w.w_o, w.b_o));  // the residual: add, never replace
+        a.x_mid = rows(x);
 
         // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)).
-        a.ln2 = layer_norm_forward(a.x_mid, w.ln2_g, w.ln2_b, eps, a.ln2_mean, a.ln2_rstd);
-        a.fc = linear_forward(a.ln2, w.w_fc, w.b_fc);            // [N, 4D]
-        a.fc_gelu = gelu_forward(a.fc);                          // [N, 4D]
-        const Mat<T> ffn = linear_forward(a.fc_gelu, w.w_proj, w.b_proj);  // [N, D]
-        x = a.x_mid + ffn;
+        const Tensor3 h2 = layer_norm(x, as_layer_norm(w.ln2_g, w.ln2_b));  // [B, T, D]
+        a.ln2 = rows(h2);
+        const Tensor3 fc = linear(h2, as_linear(w.w_fc, w.b_fc));  // [B, T, 4D]
+        const Tensor3 fc_gelu = gelu(fc);                          // [B, T, 4D], chapter 7
+        a.fc = rows(fc);
+        a.fc_gelu = rows(fc_gelu);
+        x = x + linear(fc_gelu, as_linear(w.w_proj, w.b_proj));
     }
 
     // Final LayerNorm, then the vocabulary projection (§14): logits, never softmaxed here.
-    cache.x_final = x;                                                          // [N, D]
-    cache.ln_f = layer_norm_forward(x, p.ln_f_g, p.ln_f_b, eps, cache.ln_f_mean, cache.ln_f_rstd);
-    const Vec<T> no_bias = Vec<T>::from_shape({0});
-    cache.logits = linear_forward(cache.ln_f, p.lm_head, no_bias);              // [N, V]
+    cache.x_final = rows(x);                                                  // [N, D]
+    const Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));   // [B, T, D]
+    cache.ln_f = rows(ln_f);
+    cache.logits = rows(lm_head(ln_f, as_linear(p.lm_head, Vec<float>::from_shape({0}))));  // [N, V]
 }
 
 }  // namespace
@@ -123,11 +136,12 @@ GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed) {
     require_valid_config("wb::init_gpt", config);
     const std::size_t V = config.V, D = config.D;
     checked_size("wb::init_gpt", "wte [V, D]", {V, D});
-    checked_size("wb::init_gpt", "wpe [T_max, D]", {config.T_max, D});
+    const std::size_t wpe_rows = config.positions == Positions::learned ? config.T_max : 0;
+    checked_size("wb::init_gpt", "wpe [T_max, D]", {wpe_rows, D});
     checked_size("wb::init_gpt", "w_fc [4D, D] of every block", {config.L, 4, D, D});
     GptParams<T> p;
     p.wte = Mat<T>::from_shape({V, D});
-    p.wpe = Mat<T>::from_shape({config.T_max, D});
+    p.wpe = Mat<T>::from_shape({wpe_rows, D});  // RoPE: no table, [0, D]
     p.blocks.resize(config.L);
     for (GptBlock<T>& b : p.blocks) {
         b.ln1_g = Vec<T>::from_shape({D});
@@ -233,9 +247,9 @@ NextToken shift_for_next_token(const TokenIds& tokens) {
     return out;
 }
 
-template <class T>
-T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs,
-              const TokenIds& targets, std::int64_t ignore_index, GptCache<T>& cache) {
+float gpt_forward(const GptParams<float>& params, const GptConfig& config,
+                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
+                  GptCache<float>& cache) {
     const std::string fn = "wb::gpt_forward";
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
@@ -264,21 +278,20 @@ T gpt_forward(const GptParams<T>& params, const GptConfig& config, const TokenId
     return cross_entropy_forward(cache.logits, cache.targets, ignore_index);
 }
 
-template <class T>
-Mat<T> gpt_logits(const GptParams<T>& params, const GptConfig& config, const TokenIds& inputs) {
+Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
+                      const TokenIds& inputs) {
     const std::string fn = "wb::gpt_logits";
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
     check_inputs(fn, inputs, config);
-    GptCache<T> cache;
+    GptCache<float> cache;
     forward_to_logits(params, config, inputs, cache);
     return cache.logits;  // [B·T, V]
 }
 
 // The cache must be what gpt_forward wrote for its B and T: a cache edited by hand (another
 // batch, a tensor of another size) would make the backward read outside its tensors.
-template <class T>
-void check_backward_cache(const std::string& fn, const GptCache<T>& c, const GptConfig& config) {
+void check_backward_cache(const std::string& fn, const GptCache<float>& c, const GptConfig& config) {
     const std::size_t B = c.batch, seq = c.seq_len, D = config.D, H = config.H, d = D / H;
     const std::size_t N = checked_size(fn, "cache rows B x T", {B, seq});
     const char* f = fn.c_str();
@@ -286,17 +299,12 @@ void check_backward_cache(const std::string& fn, const GptCache<T>& c, const Gpt
     require_shape(f, "cache.targets [N]", c.targets, {N});
     require_shape(f, "cache.x_final [N, D]", c.x_final, {N, D});
     require_shape(f, "cache.ln_f [N, D]", c.ln_f, {N, D});
-    require_shape(f, "cache.ln_f_mean [N]", c.ln_f_mean, {N});
-    require_shape(f, "cache.ln_f_rstd [N]", c.ln_f_rstd, {N});
     require_shape(f, "cache.logits [N, V]", c.logits, {N, config.V});
-    for (const GptBlockCache<T>& a : c.blocks) {
-        for (const Mat<T>* m : {&a.x_in, &a.ln1, &a.att_out, &a.x_mid, &a.ln2}) {
+    for (const GptBlockCache<float>& a : c.blocks) {
+        for (const Mat<float>* m : {&a.x_in, &a.ln1, &a.att_out, &a.x_mid, &a.ln2}) {
             require_shape(f, "a block cache's [N, D] tensor", *m, {N, D});
         }
-        for (const Vec<T>* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) {
-            require_shape(f, "a block cache's LayerNorm statistics [N]", *v, {N});
-        }
-        for (const Cube<T>* x : {&a.q, &a.k, &a.v}) {
+        for (const Cube<float>* x : {&a.q, &a.k, &a.v}) {
             require_shape(f, "a block cache's q, k or v [B, H, T, d]", *x, {B, H, seq, d});
         }
         require_shape(f, "a block cache's att [B, H, T, T]", a.att, {B, H, seq, seq});
@@ -305,9 +313,8 @@ void check_backward_cache(const std::string& fn, const GptCache<T>& c, const Gpt
     }
 }
 
-template <class T>
-void gpt_backward(const GptParams<T>& params, const GptConfig& config, const GptCache<T>& cache,
-                  GptParams<T>& grads) {
+void gpt_backward(const GptParams<float>& params, const GptConfig& config,
+                  const GptCache<float>& cache, GptParams<float>& grads) {
     const std::string fn = "wb::gpt_backward";
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
@@ -317,7 +324,10 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
                               "gpt_logits does not prepare a backward");
     }
     const std::size_t B = cache.batch, seq = cache.seq_len, H = config.H;
+    const bool rope = config.positions == Positions::rope;
     check_backward_cache(fn, cache, config);  // every shape before any read
+    using T = float;
+    const float eps = static_cast<float>(kGptLayerNormEps);
     Vec<T> no_bias = Vec<T>::from_shape({0});
 
     // Loss -> logits -> final LayerNorm.
@@ -326,8 +336,7 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
     Mat<T> dln_f;                                                                // [N, D]
     linear_backward(dlogits, cache.ln_f, params.lm_head, dln_f, grads.lm_head, no_bias);
     Mat<T> dx;  // [N, D] gradient of the residual stream, walked back block by block
-    layer_norm_backward(dln_f, cache.x_final, params.ln_f_g, cache.ln_f_mean, cache.ln_f_rstd,
-                        dx, grads.ln_f_g, grads.ln_f_b);
+    layer_norm_backward(dln_f, cache.x_final, params.ln_f_g, eps, dx, grads.ln_f_g, grads.ln_f_b);
 
     for (std::size_t l = config.L; l-- > 0;) {
         const GptBlock<T>& w = params.blocks[l];
@@ -342,33 +351,38 @@ void gpt_backward(const GptParams<T>& params, const GptConfig& config, const Gpt
         Mat<T> dln2;                                        // [N, D]
         linear_backward(dfc, a.ln2, w.w_fc, dln2, g.w_fc, g.b_fc);
         Mat<T> dx_branch;  // [N, D]
-        layer_norm_backward(dln2, a.x_mid, w.ln2_g, a.ln2_mean, a.ln2_rstd, dx_branch, g.ln2_g,
-                            g.ln2_b);
+        layer_norm_backward(dln2, a.x_mid, w.ln2_g, eps, dx_branch, g.ln2_g, g.ln2_b);
         const Mat<T> dx_mid = dx + dx_branch;
 
         // Attention half, x_mid = x_in + attn(x_in).
         Mat<T> datt_out;  // [N, D]
         linear_backward(dx_mid, a.att_out, w.w_o, datt_out, g.w_o, g.b_o);
-        const Cube<T> dheads = split_heads(datt_out, B, seq, H);  // [B, H, T, d]
-        Cube<T> dq, dk, dv;                                       // [B, H, T, d]
+        const Cube<T> dheads = split_heads(seqs(datt_out, B, seq), H);  // [B, H, T, d]
+        Cube<T> dq, dk, dv;                                              // [B, H, T, d]
         causal_attention_backward(dheads, a.q, a.k, a.v, a.att, dq, dk, dv);
+        if (rope) {  // the gradients of the rotated q and k, turned back (chapter 3's angles)
+            dq = rope_backward(dq, 0, kRopeBase);
+            dk = rope_backward(dk, 0, kRopeBase);
+        }
         // ln1 feeds three projections: its gradient is the sum of the three.
         Mat<T> dln1, dpart;  // [N, D]
-        linear_backward(merge_heads(dq), a.ln1, w.w_q, dln1, g.w_q, g.b_q);
-        linear_backward(merge_heads(dk), a.ln1, w.w_k, dpart, g.w_k, g.b_k);
+        linear_backward(rows(merge_heads(dq)), a.ln1, w.w_q, dln1, g.w_q, g.b_q);
+        linear_backward(rows(merge_heads(dk)), a.ln1, w.w_k, dpart, g.w_k, g.b_k);
         dln1 += dpart;
-        linear_backward(merge_heads(dv), a.ln1, w.w_v, dpart, g.w_v, g.b_v);
+        linear_backward(rows(merge_heads(dv)), a.ln1, w.w_v, dpart, g.w_v, g.b_v);
         dln1 += dpart;
-        layer_norm_backward(dln1, a.x_in, w.ln1_g, a.ln1_mean, a.ln1_rstd, dx_branch, g.ln1_g,
-                            g.ln1_b);
+        layer_norm_backward(dln1, a.x_in, w.ln1_g, eps, dx_branch, g.ln1_g, g.ln1_b);
         dx = dx_mid + dx_branch;
     }
 
-    // Embeddings: x0[b·T + t] = wte[id] + wpe[t], so both tables receive dx's rows.
+    // Embeddings: x0[b·T + t] = wte[id] (+ wpe[t] with learned positions), so both tables
+    // receive dx's rows.
     embedding_backward(cache.inputs, dx, grads.wte);
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < seq; ++t) {
-            for (std::size_t j = 0; j < config.D; ++j) grads.wpe(t, j) += dx(b * seq + t, j);
+    if (!rope) {
+        for (std::size_t b = 0; b < B; ++b) {
+            for (std::size_t t = 0; t < seq; ++t) {
+                for (std::size_t j = 0; j < config.D; ++j) grads.wpe(t, j) += dx(b * seq + t, j);
+            }
         }
     }
 }
@@ -378,17 +392,13 @@ void zero_grad(GptParams<T>& grads) {
     for (ParamRef<T>& r : parameters(grads)) std::fill(r.data, r.data + r.size, T(0));
 }
 
-// The two instantiations: float for training, double for the gradient checks.
+// The parameter helpers' two instantiations: float for training, double for the gradient
+// checks.
 #define WB_INSTANTIATE_MODEL(T)                                                                  \
     template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);                        \
     template GptParams<T> zeros_like<T>(const GptParams<T>&);                                   \
     template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);                             \
     template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&);                 \
-    template T gpt_forward<T>(const GptParams<T>&, const GptConfig&, const TokenIds&,           \
-                              const TokenIds&, std::int64_t, GptCache<T>&);                     \
-    template Mat<T> gpt_logits<T>(const GptParams<T>&, const GptConfig&, const TokenIds&);      \
-    template void gpt_backward<T>(const GptParams<T>&, const GptConfig&, const GptCache<T>&,    \
-                                  GptParams<T>&);                                               \
     template void zero_grad<T>(GptParams<T>&);
 
 WB_INSTANTIATE_MODEL(float)

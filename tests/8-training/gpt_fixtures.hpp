@@ -136,7 +136,7 @@ wb::GptParams<T> random_params(const wb::GptConfig& c, unsigned seed, double sca
         } else {
             std::size_t rows = D, cols = D;
             if (name == "wte" || name == "lm_head") rows = c.V;
-            if (name == "wpe") rows = c.T_max;
+            if (name == "wpe") rows = c.positions == wb::Positions::learned ? c.T_max : 0;
             if (name.find("w_fc") != std::string::npos) rows = 4 * D;
             if (name.find("w_proj") != std::string::npos) cols = 4 * D;
             t = Tensor::from_shape({rows, cols});

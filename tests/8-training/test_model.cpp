@@ -10,6 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "2-embedding/embedding.hpp"
+#include "3-positions/positions.hpp"
+#include "6-masks/masks.hpp"
+#include "7-blocks/blocks.hpp"
+#include "forward_double.hpp"
 #include "gpt_fixtures.hpp"
 #include "gradcheck.hpp"
 
@@ -263,32 +268,81 @@ TEST_CASE("a full-length batch (T = T_max) matches PyTorch: loss, logits and gra
     check_all_gradients(k.g, grads, k.config.L);
 }
 
-TEST_CASE("whole-model gradient check in double: every parameter of a tiny GPT",
+TEST_CASE("whole-model gradient check: every parameter, learned positions and RoPE",
           "[model][backward][gradcheck]") {
-    // V=5 T_max=4 D=4 H=2 L=2, B=2 T=3, one target ignored: 1,104 parameters, each nudged up
-    // and down (2,208 forwards of a few microseconds).
-    const GptConfig c{5, 4, 4, 2, 2};
-    GptParams<double> p = wbtest::random_params<double>(c, 11, 0.5);
-    const TokenIds inputs = {{1, 4, 1}, {0, 2, 3}};
-    const TokenIds targets = {{4, 1, -1}, {2, 3, 3}};
-    wb::GptCache<double> cache;
-    wb::gpt_forward(p, c, inputs, targets, -1, cache);
-    GptParams<double> grads = wbtest::zero_params(p);
-    wb::gpt_backward(p, c, cache, grads);
+    // V=5 T_max=4 D=8 H=2 L=2, B=2 T=3, one target ignored. gpt_backward runs in float (the
+    // model is made of chapters 2–7's float functions); the slope it must match is measured
+    // on the same weights in double, by central differences of forward_double.hpp's GPT (the
+    // recipe of model.hpp written out). The float backward's own rounding is about 1e-6 of
+    // each gradient's scale, so the bound here is 1e-4 instead of 1e-6; a wrong formula shows
+    // at 1e-2 or more.
+    constexpr double kFloatBackwardBound = 1e-4;
+    for (const wb::Positions kind : {wb::Positions::learned, wb::Positions::rope}) {
+        const GptConfig c{5, 4, 8, 2, 2, kind};
+        INFO("positions = " << wb::positions_name(kind));
+        const GptParams<float> p = wbtest::random_params<float>(c, 11, 0.5);
+        const TokenIds inputs = {{1, 4, 1}, {0, 2, 3}};
+        const TokenIds targets = {{4, 1, -1}, {2, 3, 3}};
+        wb::GptCache<float> cache;
+        wb::gpt_forward(p, c, inputs, targets, -1, cache);
+        GptParams<float> grads = wbtest::zero_params(p);
+        wb::gpt_backward(p, c, cache, grads);
 
-    wb::GptCache<double> scratch;
-    const std::function<double()> loss = [&] {
-        return wb::gpt_forward(p, c, inputs, targets, -1, scratch);
-    };
-    wbtest::each_pair(p, grads, [&](const std::string& name, auto& x, const auto& dx) {
-        const wbtest::GradCheck r = wbtest::gradcheck(loss, x, dx);
-        WB_CHECK_GRAD(r, "d loss / d " + name,
-                      "the backward of the whole model disagrees with the slope of the loss "
-                      "at " + name + ". The first wrong tensor in backward order (lm_head, "
-                      "ln_f, the last block ... wte) is usually where the mistake is");
-    });
+        GptParams<double> pd = wbtest::random_params<double>(c, 11, 0.5);  // shapes; values below
+        wbtest::each_pair(pd, p, [](const std::string&, auto& to, const auto& from) {
+            std::copy(from.begin(), from.end(), to.begin());
+        });
+        const std::function<double()> loss = [&] {
+            return wbtest::gpt_loss(pd, c, inputs, targets, -1);
+        };
+        wbtest::each_pair(pd, grads, [&](const std::string& name, auto& x, const auto& dx) {
+            const wbtest::GradCheck r = wbtest::gradcheck(loss, x, dx);
+            WB_REPORT(r.failure(
+                "d loss / d " + name, kFloatBackwardBound,
+                "the backward of the whole model disagrees with the slope of the loss at " +
+                    name + ". The first wrong tensor in backward order (lm_head, ln_f, the last "
+                    "block ... wte) is usually where the mistake is" +
+                    (kind == wb::Positions::rope
+                         ? "; with RoPE, dq and dk must be turned back (rope_backward) before "
+                           "the q and k projections' backward"
+                         : "")));
+        });
+    }
 }
 
+TEST_CASE("the model is chapters 2–7 composed: gpt_logits equals embed, add_positions, "
+          "block_forward, layer_norm and lm_head on the same weights",
+          "[model][forward][chapters]") {
+    // Built here from the chapters' own functions (chapter 7's block_forward calls chapter 5's
+    // self_attention), so a mistake in any earlier chapter shows up in the model too.
+    const GptConfig c{7, 6, 8, 2, 2};
+    const GptParams<float> p = wbtest::random_params<float>(c, 5, 0.3);
+    const TokenIds inputs = {{1, 4, 1, 6}, {0, 2, 3, 5}};
+    const std::size_t B = 2, T = 4;
+    const float eps = static_cast<float>(wb::kGptLayerNormEps);
+    wb::Tensor3 x = wb::add_positions(wb::embed(p.wte, inputs), p.wpe, 0);
+    for (const wb::GptBlock<float>& w : p.blocks) {
+        wb::BlockParams bp;
+        bp.ln1 = wb::LayerNormParams{w.ln1_g, w.ln1_b, eps};
+        bp.attn = wb::MhaParams{c.H, wb::Linear{w.w_q, w.b_q}, wb::Linear{w.w_k, w.b_k},
+                                wb::Linear{w.w_v, w.b_v}, wb::Linear{w.w_o, w.b_o}};
+        bp.ln2 = wb::LayerNormParams{w.ln2_g, w.ln2_b, eps};
+        bp.ffn = wb::FfnParams{wb::Linear{w.w_fc, w.b_fc}, wb::Linear{w.w_proj, w.b_proj}};
+        x = wb::block_forward(x, bp, wb::causal_mask(T)).output;
+    }
+    const wb::Tensor3 composed = wb::lm_head(
+        wb::layer_norm(x, wb::LayerNormParams{p.ln_f_g, p.ln_f_b, eps}),
+        wb::Linear{p.lm_head, wb::Tensor1::from_shape({0})});  // [B, T, V]
+    const Mat<float> logits = wb::gpt_logits(p, c, inputs);  // [B·T, V]
+    REQUIRE(logits.shape(0) == B * T);
+    Mat<float> expected = Mat<float>::from_shape({B * T, c.V});  // the same rows, flattened
+    std::copy(composed.begin(), composed.end(), expected.begin());
+    WB_CHECK_CLOSE(logits, expected, 1e-5,
+                   "gpt_logits must be chapters 2–7 put together: embed, add_positions (learned), "
+                   "L Pre-LN blocks (layer_norm, the q/k/v/o Linears split into H heads, sdpa "
+                   "with causal_mask, the FFN with gelu, both residuals), the final layer_norm "
+                   "and lm_head. Call those functions rather than writing the layers again");
+}
 TEST_CASE("gradients accumulate across backward calls until zero_grad", "[model][grads]") {
     GoldenCase k("8-training/model_full_length.txt");
     wb::GptCache<float> cache;

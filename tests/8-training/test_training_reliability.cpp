@@ -21,16 +21,17 @@ const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 }  // namespace
 
-TEST_CASE("layer_norm_forward takes chapter 7's rule for eps: > 0 and finite",
+TEST_CASE("layer_norm_backward takes chapter 7's rule for eps: > 0 and finite",
           "[layer_norm][errors]") {
     const wb::Mat<float> x = wbtest::randn<wb::Mat<float>>({2, 4}, 3);
-    const wb::Vec<float> g = xt::ones<float>({4}), b = xt::zeros<float>({4});
-    wb::Vec<float> mean, rstd;
+    const wb::Vec<float> g = xt::ones<float>({4});
+    wb::Mat<float> dx;
+    wb::Vec<float> dg = xt::zeros<float>({4}), db = xt::zeros<float>({4});
     for (float eps : {0.0f, -1e-5f, kNaN, kInf}) {
         INFO("eps = " << eps);
-        WB_CHECK_THROWS(wb::ValueError, wb::layer_norm_forward(x, g, b, eps, mean, rstd),
-                        "chapter 7's layer_norm refuses this eps; so must chapter 8's",
-                        "wb::layer_norm_forward", "eps", "expected eps > 0 and finite");
+        WB_CHECK_THROWS(wb::ValueError, wb::layer_norm_backward(x, x, g, eps, dx, dg, db),
+                        "chapter 7's layer_norm refuses this eps; so must its backward",
+                        "wb::layer_norm_backward", "eps", "expected eps > 0 and finite");
     }
 }
 
