@@ -1,13 +1,22 @@
 // Chapter 9 — reference implementation: prefill and decode on a per-layer KV cache.
-// Both run the same code path, forward_new_tokens: n new tokens per sequence at positions
+// Both run one code path, forward_new_tokens: n new tokens per sequence at positions
 // [start, start + n). Prefill is n = T, start = 0; decode is n = 1, start = cache.length.
-// The math is chapter 8's forward (Pre-LN, learned positions, causal attention, GELU FFN),
-// except that the keys and values of earlier positions are read from the cache.
+// It is chapter 8's forward, made of the same chapter 1–7 functions, with two differences:
+// every function is given the position offset `start` (add_positions, apply_rope), and the
+// attention reads its keys and values from the cache, where earlier steps left them.
 #include "9-kv-cache/kv_cache.hpp"
 
-#include <algorithm>
-#include <cmath>
+#include <optional>
 #include <string>
+
+#include <xtensor/xview.hpp>
+
+#include "1-tensors/tensors.hpp"
+#include "2-embedding/embedding.hpp"
+#include "3-positions/positions.hpp"
+#include "4-sdpa/sdpa.hpp"
+#include "6-masks/masks.hpp"
+#include "7-blocks/blocks.hpp"
 
 namespace wb {
 inline namespace WB_IMPL {
@@ -22,7 +31,8 @@ void check_model(const std::string& fn, const GptParams<float>& p, const GptConf
         throw ShapeError(fn + ": params has " + num(p.blocks.size()) + " blocks, expected L = " +
                          num(c.L) + " for config " + config_str(c));
     }
-    // Every tensor the forward reads (wte, wpe, each block's, the final LayerNorm, lm_head).
+    // Every tensor the forward reads (wte, wpe: [T_max, D] or [0, D] with RoPE, each block's,
+    // the final LayerNorm, lm_head).
     require_gpt_shapes(fn.c_str(), "params", p, c);
 }
 
@@ -48,87 +58,59 @@ void check_id(const std::string& fn, const std::string& where, std::int64_t id,
     }
 }
 
-// Runs ids [B, n] at positions [start, start + n): writes their K, V into every layer's cache
-// and returns the logits [B, V] of the last of them. Earlier positions come from the cache.
-Mat<float> forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const TokenIds& ids,
-                              std::size_t start, KvCache& cache) {
-    const std::size_t B = ids.shape(0), n = ids.shape(1), D = c.D, H = c.H, d = D / H;
+// Positions [0, end) of one layer's cache [B, H, T_max, d]: the keys (or values) the new
+// queries read, [B, H, end, d]. A copy for sdpa; the cache itself never moves.
+Tensor4 cached(const Cube<float>& c, std::size_t end) {
+    return xt::view(c, xt::all(), xt::all(), xt::range(0, end), xt::all());
+}
+
+// Runs ids [B, n] at positions [start, start + n): writes their K (rotated, with RoPE) and V
+// into every layer's cache and returns the logits [B, V] of the last of them. `mask` is what
+// the n queries need over the start + n cached keys: prefill's causal mask, or none for the
+// single newest query of a decode step (the cache holds no future to hide).
+Tensor2 forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const TokenIds& ids,
+                           std::size_t start, const std::optional<Mask>& mask, KvCache& cache) {
+    const std::size_t n = ids.shape(1), end = start + n;  // keys [0, end): history and new
+    const auto offset = static_cast<std::int64_t>(start);  // position of the first new token
+    const bool rope = c.positions == Positions::rope;
     const float eps = static_cast<float>(kGptLayerNormEps);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));  // 1/sqrt(d), one head's width
 
-    // Token embedding plus the position embedding of the token's absolute position.
-    Mat<float> x = Mat<float>::from_shape({B * n, D});  // [B·n, D], row b·n + i
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto id = static_cast<std::size_t>(ids(b, i));
-            for (std::size_t j = 0; j < D; ++j) x(b * n + i, j) = p.wte(id, j) + p.wpe(start + i, j);
-        }
-    }
+    Tensor3 x = embed(p.wte, ids);                       // [B, n, D]        chapter 2
+    if (!rope) x = add_positions(x, p.wpe, offset);      // rows wpe[start, start + n)  chapter 3
 
-    Vec<float> mean, rstd;  // LayerNorm statistics: not needed without a backward
-    std::vector<float> w(start + n);  // attention weights of one query over positions [0, pos]
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& blk = p.blocks[l];
         Cube<float>& kc = cache.k[l];  // [B, H, T_max, d]: this layer's own keys
         Cube<float>& vc = cache.v[l];  // [B, H, T_max, d]: this layer's own values
 
-        // Attention half: q, k, v of the new tokens only.
-        const Mat<float> ln1 = layer_norm_forward(x, blk.ln1_g, blk.ln1_b, eps, mean, rstd);  // [B·n, D]
-        const Mat<float> q = linear_forward(ln1, blk.w_q, blk.b_q);  // [B·n, D]
-        const Mat<float> k = linear_forward(ln1, blk.w_k, blk.b_k);  // [B·n, D]
-        const Mat<float> v = linear_forward(ln1, blk.w_v, blk.b_v);  // [B·n, D]
-
-        // Append: column h·d + e of row b·n + i goes to head h, position start + i.
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t h = 0; h < H; ++h)
-                    for (std::size_t e = 0; e < d; ++e) {
-                        kc(b, h, start + i, e) = k(b * n + i, h * d + e);
-                        vc(b, h, start + i, e) = v(b * n + i, h * d + e);
-                    }
-
-        // Each new query at position pos reads the cached keys and values [0, pos]: the
-        // history and itself, never the future (causal).
-        Mat<float> att_out = xt::zeros<float>({B * n, D});  // [B·n, D], heads merged
-        for (std::size_t b = 0; b < B; ++b) {
-            for (std::size_t h = 0; h < H; ++h) {
-                for (std::size_t i = 0; i < n; ++i) {
-                    const std::size_t row = b * n + i, pos = start + i;
-                    const std::size_t first = 0, end = pos + 1;  // keys [0, pos]: history and itself
-                    float m = -INFINITY;
-                    for (std::size_t j = first; j < end; ++j) {
-                        float s = 0.0f;
-                        for (std::size_t e = 0; e < d; ++e) s += q(row, h * d + e) * kc(b, h, j, e);
-                        w[j] = s * scale;
-                        m = std::max(m, w[j]);
-                    }
-                    float sum = 0.0f;
-                    for (std::size_t j = first; j < end; ++j) {
-                        w[j] = std::exp(w[j] - m);  // stable softmax: shift by the maximum
-                        sum += w[j];
-                    }
-                    for (std::size_t j = first; j < end; ++j) {
-                        const float a = w[j] / sum;
-                        for (std::size_t e = 0; e < d; ++e) att_out(row, h * d + e) += a * vc(b, h, j, e);
-                    }
-                }
-            }
+        // Attention half: q, k, v of the new tokens only (chapters 7, 2, 1).
+        const Tensor3 h = layer_norm(x, LayerNormParams{blk.ln1_g, blk.ln1_b, eps});  // [B, n, D]
+        Tensor4 q = split_heads(linear(h, Linear{blk.w_q, blk.b_q}), c.H);  // [B, H, n, d]
+        Tensor4 k = split_heads(linear(h, Linear{blk.w_k, blk.b_k}), c.H);  // [B, H, n, d]
+        const Tensor4 v = split_heads(linear(h, Linear{blk.w_v, blk.b_v}), c.H);  // [B, H, n, d]
+        if (rope) {
+            // Each new token is turned by its own absolute position start + i (chapter 3).
+            q = apply_rope(q, offset, kRopeBase);
+            k = apply_rope(k, offset, kRopeBase);
         }
-        const Mat<float> x_mid = x + linear_forward(att_out, blk.w_o, blk.b_o);  // [B·n, D]
 
-        // FFN half, position by position.
-        const Mat<float> ln2 = layer_norm_forward(x_mid, blk.ln2_g, blk.ln2_b, eps, mean, rstd);
-        const Mat<float> fc = gelu_forward(Mat<float>(linear_forward(ln2, blk.w_fc, blk.b_fc)));  // [B·n, 4D]
-        x = x_mid + linear_forward(fc, blk.w_proj, blk.b_proj);  // [B·n, D]
+        // Write before reading: the new keys (already rotated, so never rotated again) and
+        // values go to slots [start, end); the new queries then read slots [0, end).
+        xt::view(kc, xt::all(), xt::all(), xt::range(start, end), xt::all()) = k;
+        xt::view(vc, xt::all(), xt::all(), xt::range(start, end), xt::all()) = v;
+        const Attention att = sdpa(q, cached(kc, end), cached(vc, end), mask);  // chapter 4
+        x = x + linear(merge_heads(att.output), Linear{blk.w_o, blk.b_o});      // [B, n, D]
+
+        // FFN half, token by token (chapter 7).
+        const Tensor3 h2 = layer_norm(x, LayerNormParams{blk.ln2_g, blk.ln2_b, eps});
+        const Tensor3 fc = gelu(linear(h2, Linear{blk.w_fc, blk.b_fc}));  // [B, n, 4D]
+        x = x + linear(fc, Linear{blk.w_proj, blk.b_proj});               // [B, n, D]
     }
 
-    // Only the last new position of each sequence predicts the next token (§14).
-    Mat<float> last = Mat<float>::from_shape({B, D});  // [B, D]
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t j = 0; j < D; ++j) last(b, j) = x(b * n + n - 1, j);
-    const Mat<float> ln_f = layer_norm_forward(last, p.ln_f_g, p.ln_f_b, eps, mean, rstd);  // [B, D]
-    const Vec<float> no_bias = Vec<float>::from_shape({0});
-    return linear_forward(ln_f, p.lm_head, no_bias);  // [B, V]
+    // Only the last new position of each sequence predicts the next token (§14); the final
+    // LayerNorm is per token, so it runs on that position alone.
+    const Tensor3 last = layer_norm(last_token_keep(x), LayerNormParams{p.ln_f_g, p.ln_f_b, eps});
+    return next_token_logits(last, Linear{p.lm_head, Tensor1::from_shape({0})});  // [B, V]
 }
 
 }  // namespace
@@ -185,7 +167,10 @@ Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
                          " positions, expected an empty cache (length 0) from wb::make_kv_cache");
     }
 
-    Mat<float> logits = forward_new_tokens(params, config, prompt, 0, cache);  // [B, V]
+    // The T prompt tokens are positions [0, T), all new: query i may read keys [0, i], the
+    // causal mask of chapter 6, as in chapter 8's forward.
+    Mat<float> logits =
+        forward_new_tokens(params, config, prompt, 0, causal_mask(T), cache);  // [B, V]
     cache.length = T;
     return logits;
 }
@@ -206,7 +191,7 @@ Mat<float> decode_step(const GptParams<float>& params, const GptConfig& config,
     if (cache.length >= config.T_max) {
         throw ValueError(fn + ": the cache is full: length = " + num(cache.length) +
                          " positions, T_max = " + num(config.T_max) +
-                         " (the position table and the cache end there)");
+                         " (the cache, and with learned positions the table wpe, end there)");
     }
     TokenIds ids = TokenIds::from_shape({B, 1});  // [B, 1]
     for (std::size_t b = 0; b < B; ++b) {
@@ -214,7 +199,10 @@ Mat<float> decode_step(const GptParams<float>& params, const GptConfig& config,
         ids(b, 0) = tokens[b];
     }
 
-    Mat<float> logits = forward_new_tokens(params, config, ids, cache.length, cache);  // [B, V]
+    // One query, the newest position: every cached key [0, length] is its past or itself, so
+    // there is nothing to hide and no mask.
+    Mat<float> logits =
+        forward_new_tokens(params, config, ids, cache.length, std::nullopt, cache);  // [B, V]
     cache.length += 1;  // the new token is now history
     return logits;
 }

@@ -12,8 +12,17 @@
 
 namespace wbtest {
 
-// V = 11 tokens, T_max = 8 positions, D = 8, H = 2 heads of d = 4, L = 2 blocks.
+// V = 11 tokens, T_max = 8 positions, D = 8, H = 2 heads of d = 4, L = 2 blocks, learned
+// positions (a table wpe [T_max, D]).
 inline wb::GptConfig small_config() { return wb::GptConfig{11, 8, 8, 2, 2}; }
+
+// The same shape with RoPE: no position table (wpe [0, D]); queries and keys of every layer are
+// rotated. d = 4 is two pairs: θ_0 = 1 radian per position, θ_1 = 10000^(-1/2) = 0.01.
+inline wb::GptConfig rope_config() {
+    wb::GptConfig c = small_config();
+    c.positions = wb::Positions::rope;
+    return c;
+}
 
 inline wb::Mat<float> rand_mat(std::size_t r, std::size_t c, unsigned seed, float scale) {
     return randn<wb::Mat<float>>({r, c}, seed) * scale;
@@ -23,12 +32,14 @@ inline wb::Vec<float> rand_vec(std::size_t n, unsigned seed, float scale, float 
 }
 
 // Every matrix N(0, 0.5²), biases N(0, 0.1²), LayerNorm gamma 1 + N(0, 0.1²), beta N(0, 0.1²).
+// With RoPE, wpe is [0, D] (the model has no position table); every other tensor is the same
+// for both position kinds and the same seed.
 inline wb::GptParams<float> small_model(const wb::GptConfig& c, unsigned seed) {
     const std::size_t D = c.D;
     unsigned s = seed * 1000;
     wb::GptParams<float> p;
     p.wte = rand_mat(c.V, D, ++s, 1.0f);
-    p.wpe = rand_mat(c.T_max, D, ++s, 1.0f);
+    p.wpe = rand_mat(c.positions == wb::Positions::rope ? 0 : c.T_max, D, ++s, 1.0f);
     p.blocks.resize(c.L);
     for (auto& b : p.blocks) {
         b.ln1_g = rand_vec(D, ++s, 0.1f, 1.0f);

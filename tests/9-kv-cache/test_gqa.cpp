@@ -1,7 +1,8 @@
 #include "check.hpp"
 #include "9-kv-cache/gqa.hpp"
 #include "9-kv-cache/kv_cache.hpp"
-#include "8-training/layers.hpp"
+#include "4-sdpa/sdpa.hpp"
+#include "6-masks/masks.hpp"
 #include "8-training/model.hpp"
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <vector>
 
 // Checks of the extra exercise, grouped-query attention. The expected values come from
-// independent computations: chapter 8's causal_attention_forward (ordinary multi-head
+// independent computations: chapter 4's sdpa with chapter 6's causal mask (ordinary multi-head
 // attention) on K/V heads repeated here with plain loops, a masked attention written here in
 // double, numbers printed by torch 1.13, and hand arithmetic for the cache sizes.
 //
@@ -36,10 +37,9 @@ Cube repeat_heads(const Cube& kv, std::size_t H) {
     return out;
 }
 
-// Ordinary causal multi-head attention (T == S): chapter 8's forward.
+// Ordinary causal multi-head attention (T == S): chapter 4's sdpa, chapter 6's mask.
 Cube mha_causal(const Cube& q, const Cube& k, const Cube& v) {
-    Cube weights;
-    return wb::causal_attention_forward<float>(q, k, v, weights);
+    return wb::sdpa(q, k, v, wb::causal_mask(q.shape(2))).output;
 }
 
 // Attention in double on already repeated K/V [B, H, S, d], with the mask written out as a

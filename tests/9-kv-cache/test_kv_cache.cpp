@@ -23,6 +23,7 @@
 
 namespace {
 
+using wbtest::rope_config;
 using wbtest::row_of;
 using wbtest::small_config;
 using wbtest::small_model;
@@ -59,10 +60,117 @@ xt::xtensor<float, 3> slot(const wb::Cube<float>& c, std::size_t t) {
     return out;
 }
 
-double max_abs(const wb::Cube<float>& c) {
+template <class E>
+double max_abs(const E& c) {
     double m = 0.0;
     for (float x : c) m = std::max(m, static_cast<double>(std::fabs(x)));
     return m;
+}
+
+// ---- layer 0 by hand: plain loops over the weights, independent of every chapter's code ----
+
+// x = wte[id] + wpe[t] (learned positions) or wte[id] alone (RoPE): rows b·T + t, [B·T, D].
+wb::Mat<float> embedded(const wb::GptParams<float>& p, const wb::TokenIds& ids) {
+    const std::size_t B = ids.shape(0), T = ids.shape(1), D = p.wte.shape(1);
+    const bool learned = p.wpe.shape(0) > 0;
+    wb::Mat<float> x = wb::Mat<float>::from_shape({B * T, D});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t j = 0; j < D; ++j)
+                x(b * T + t, j) = p.wte(static_cast<std::size_t>(ids(b, t)), j) +
+                                  (learned ? p.wpe(t, j) : 0.0f);
+    return x;
+}
+
+// LayerNorm of every row, in double: mean and biased variance over D, eps inside the root.
+wb::Mat<float> layer_norm_rows(const wb::Mat<float>& x, const wb::Vec<float>& g,
+                               const wb::Vec<float>& beta) {
+    const std::size_t N = x.shape(0), D = x.shape(1);
+    wb::Mat<float> y = wb::Mat<float>::from_shape({N, D});
+    for (std::size_t r = 0; r < N; ++r) {
+        double mean = 0.0, var = 0.0;
+        for (std::size_t j = 0; j < D; ++j) mean += x(r, j);
+        mean /= static_cast<double>(D);
+        for (std::size_t j = 0; j < D; ++j) var += (x(r, j) - mean) * (x(r, j) - mean);
+        var /= static_cast<double>(D);
+        const double rstd = 1.0 / std::sqrt(var + wb::kGptLayerNormEps);
+        for (std::size_t j = 0; j < D; ++j)
+            y(r, j) = static_cast<float>((x(r, j) - mean) * rstd * g(j) + beta(j));
+    }
+    return y;
+}
+
+// y = x wᵀ + b, in double: w [out, in].
+wb::Mat<float> linear_rows(const wb::Mat<float>& x, const wb::Mat<float>& w,
+                           const wb::Vec<float>& b) {
+    const std::size_t N = x.shape(0), out = w.shape(0), in = w.shape(1);
+    wb::Mat<float> y = wb::Mat<float>::from_shape({N, out});
+    for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t o = 0; o < out; ++o) {
+            double acc = b(o);
+            for (std::size_t i = 0; i < in; ++i) acc += double(x(r, i)) * w(o, i);
+            y(r, o) = static_cast<float>(acc);
+        }
+    return y;
+}
+
+// RoPE by hand on rows [B·T, D]: token t (its position) turns pair i of every head by t·θ_i,
+// θ_i = 10000^(-2i/d), (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos). Angles in double.
+wb::Mat<float> rotate_rows(const wb::Mat<float>& m, std::size_t B, std::size_t T,
+                           const wb::GptConfig& c) {
+    const std::size_t d = c.D / c.H;
+    wb::Mat<float> out = m;
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < c.H; ++h)
+                for (std::size_t i = 0; i < d / 2; ++i) {
+                    const double theta = std::pow(10000.0, -2.0 * double(i) / double(d));
+                    const double a = double(t) * theta;
+                    const std::size_t j0 = h * d + 2 * i, r = b * T + t;
+                    const double x0 = m(r, j0), x1 = m(r, j0 + 1);
+                    out(r, j0) = static_cast<float>(x0 * std::cos(a) - x1 * std::sin(a));
+                    out(r, j0 + 1) = static_cast<float>(x0 * std::sin(a) + x1 * std::cos(a));
+                }
+    return out;
+}
+
+// Rows [B·T, D] laid out as a cache [B, H, T_max, d]: column h·d + e of row b·T + t goes to
+// (b, h, t, e); positions [T, T_max) stay zero.
+wb::Cube<float> heads_in_cache(const wb::Mat<float>& m, std::size_t B, std::size_t T,
+                               const wb::GptConfig& c) {
+    const std::size_t d = c.D / c.H;
+    wb::Cube<float> out = xt::zeros<float>({B, c.H, c.T_max, d});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < c.H; ++h)
+                for (std::size_t e = 0; e < d; ++e) out(b, h, t, e) = m(b * T + t, h * d + e);
+    return out;
+}
+
+// Three sequences of 8 tokens (= T_max) over V = 11, for the checks with B = 3.
+wb::TokenIds three_sequences() {
+    return wb::TokenIds{{3, 1, 4, 1, 5, 9, 2, 6}, {10, 0, 7, 7, 3, 8, 2, 5}, {2, 7, 1, 8, 2, 8, 1, 8}};
+}
+
+// Prefill of the first T0 tokens, then decode steps up to T_max: every [B, V] they return must
+// equal the rows of the full forward (chapter 8's gpt_logits) at the same position.
+void check_decode_equals_full_forward(const wb::GptParams<float>& p, const wb::GptConfig& c,
+                                      const wb::TokenIds& ids, std::size_t T0,
+                                      const char* hint) {
+    const std::size_t B = ids.shape(0), T = ids.shape(1);
+    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [B·T, V], chapter 8
+    wb::KvCache cache = wb::make_kv_cache(c, B);
+    wb::Mat<float> logits = wb::prefill(p, c, prefix(ids, T0), cache);
+    INFO("prefill of T0 = " << T0 << " tokens: its logits are position " << T0 - 1 << "'s");
+    WB_CHECK_CLOSE(logits, full_rows_at(full, B, T, T0 - 1), kTol, hint);
+    for (std::size_t t = T0; t < T; ++t) {
+        std::vector<std::int64_t> tokens(B);
+        for (std::size_t b = 0; b < B; ++b) tokens[b] = ids(b, t);
+        logits = wb::decode_step(p, c, tokens, cache);
+        INFO("after a prefill of T0 = " << T0 << " tokens, decode_step at position t = " << t
+                                        << " (cache.length was " << t << ")");
+        WB_CHECK_CLOSE(logits, full_rows_at(full, B, T, t), kTol, hint);
+    }
 }
 
 }  // namespace
@@ -185,6 +293,99 @@ TEST_CASE("decode_step on an empty cache equals prefill of one token") {
                    "two decode steps from an empty cache are the first two positions");
 }
 
+TEST_CASE("with learned positions, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 tokens (B = 3)") {
+    const wb::GptConfig c = small_config();
+    const wb::GptParams<float> p = small_model(c, 21);
+    for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
+        check_decode_equals_full_forward(
+            p, c, three_sequences(), T0,
+            "with learned positions the new token at t = cache.length adds wpe[t] "
+            "(add_positions with offset t, not 0), its query reads cache slots [0, t] including "
+            "its own, and everything after the attention is chapter 8's block");
+    }
+}
+
+TEST_CASE("with RoPE, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 tokens (B = 3)") {
+    const wb::GptConfig c = rope_config();
+    const wb::GptParams<float> p = small_model(c, 22);  // wpe [0, D]: no position table
+    for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
+        check_decode_equals_full_forward(
+            p, c, three_sequences(), T0,
+            "with RoPE nothing is added to the embeddings; in every layer the new q and k are "
+            "rotated by apply_rope(·, offset = cache.length, kRopeBase) (offset 0 rotates them "
+            "as if the token were the first), the cache keeps the ROTATED keys, and the cached "
+            "keys are never rotated again when read");
+    }
+}
+
+TEST_CASE("with RoPE, the position of a decoded token changes its logits: the offset matters") {
+    // The same token after the same prompt, decoded at position 3 and at position 5 (two more
+    // tokens in between), must give the full forward's rows at those positions, and those
+    // differ: a decode that rotates with offset 0 (or not at all) cannot match both.
+    const wb::GptConfig c = rope_config();
+    const wb::GptParams<float> p = small_model(c, 23);
+    const wb::TokenIds ids{{4, 9, 2, 7, 7, 7}, {1, 6, 3, 7, 7, 7}};  // token 7 at positions 3, 4, 5
+    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [12, V]
+    const double spread =
+        max_abs(wb::Mat<float>(full_rows_at(full, 2, 6, 3) - full_rows_at(full, 2, 6, 5)));
+    INFO("the full forward's logits after token 7 at positions 3 and 5 differ by " << spread
+         << " at most (the fixture must make positions visible)");
+    REQUIRE(spread > 1e-2);
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(ids, 3), cache);
+    for (std::size_t t = 3; t < 6; ++t) {
+        const wb::Mat<float> logits = wb::decode_step(p, c, {7, 7}, cache);
+        INFO("token 7 decoded at position t = " << t);
+        WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 6, t), kTol,
+                       "the new token sits at position t = cache.length: rotate its q and k with "
+                       "apply_rope(·, offset = cache.length), the position of its row in the "
+                       "full forward, not offset 0");
+    }
+}
+
+TEST_CASE("with RoPE, layer 0's cache holds the keys after the rotation, each at its own position") {
+    const wb::GptConfig c = rope_config();
+    const wb::GptParams<float> p = small_model(c, 24);
+    const wb::TokenIds ids = two_sequences();
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    wb::prefill(p, c, prefix(ids, 3), cache);
+    for (std::size_t t = 3; t < 6; ++t) wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+
+    // Layer 0's keys of positions 0..5 by hand: k = LN1(wte[id]) w_kᵀ + b_k, then each token
+    // turned by its position t; the values are not rotated.
+    const std::size_t B = 2, T = 6;
+    const wb::Mat<float> ln1 = layer_norm_rows(embedded(p, prefix(ids, T)), p.blocks[0].ln1_g,
+                                               p.blocks[0].ln1_b);
+    const wb::Mat<float> k = linear_rows(ln1, p.blocks[0].w_k, p.blocks[0].b_k);  // [B·T, D]
+    const wb::Mat<float> v = linear_rows(ln1, p.blocks[0].w_v, p.blocks[0].b_v);
+    WB_CHECK_CLOSE(cache.k[0], heads_in_cache(rotate_rows(k, B, T, c), B, T, c), kTol,
+                   "cache.k[0] at [b, h, t, :] must be layer 0's key of token t AFTER RoPE at "
+                   "position t (written rotated once, by the step that computed it): not the key "
+                   "before the rotation, not rotated with offset 0");
+    WB_CHECK_CLOSE(cache.v[0], heads_in_cache(v, B, T, c), kTol,
+                   "cache.v[0] holds layer 0's values, never rotated (RoPE turns q and k only)");
+}
+
+TEST_CASE("with RoPE, prefill and decode_step refuse a model with a position table") {
+    const wb::GptConfig c = rope_config();
+    wb::GptParams<float> p = small_model(c, 25);
+    p.wpe = xt::zeros<float>({c.T_max, c.D});  // a learned table in a RoPE model
+    wb::KvCache cache = wb::make_kv_cache(c, 1);
+    const wb::TokenIds prompt{{1, 2, 3}};
+    WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, prompt, cache),
+                    "a RoPE model has wpe [0, D]: check the shapes with the config's positions",
+                    "wb::prefill", "wpe", "[0, 8]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1}, cache),
+                    "a RoPE model has wpe [0, D]", "wb::decode_step", "wpe");
+    INFO("a rejected call leaves the cache empty: length = " << cache.length);
+    CHECK(cache.length == 0);
+    const wb::GptConfig odd{11, 8, 6, 2, 1, wb::Positions::rope};  // d = 3 cannot be paired
+    WB_CHECK_THROWS(wb::ShapeError, wb::make_kv_cache(odd, 1),
+                    "RoPE turns pairs of features: the head width must be even",
+                    "wb::make_kv_cache", "even");
+}
+
 TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and V") {
     const wb::GptConfig c = small_config();
     const wb::GptParams<float> p = small_model(c, 5);
@@ -192,28 +393,15 @@ TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and 
     wb::KvCache cache = wb::make_kv_cache(c, 2);
     wb::prefill(p, c, prompt, cache);
 
-    // Layer 0's keys and values, computed here with chapter 8's layers:
+    // Layer 0's keys and values, computed here from the weights with plain loops:
     // x = wte[id] + wpe[t];  k = LN1(x) w_kᵀ + b_k;  head h is columns [h·d, (h+1)·d).
-    const std::size_t B = 2, T = 4, D = 8, d = 4;
-    wb::Mat<float> x = wb::Mat<float>::from_shape({B * T, D});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < T; ++t)
-            for (std::size_t j = 0; j < D; ++j)
-                x(b * T + t, j) = p.wte(static_cast<std::size_t>(prompt(b, t)), j) + p.wpe(t, j);
-    wb::Vec<float> mean, rstd;
-    const wb::Mat<float> ln1 = wb::layer_norm_forward(x, p.blocks[0].ln1_g, p.blocks[0].ln1_b,
-                                                      static_cast<float>(wb::kGptLayerNormEps), mean, rstd);
-    const wb::Mat<float> k = wb::linear_forward(ln1, p.blocks[0].w_k, p.blocks[0].b_k);
-    const wb::Mat<float> v = wb::linear_forward(ln1, p.blocks[0].w_v, p.blocks[0].b_v);
-    wb::Cube<float> k_expected = xt::zeros<float>({B, std::size_t{2}, std::size_t{8}, d});
-    wb::Cube<float> v_expected = xt::zeros<float>({B, std::size_t{2}, std::size_t{8}, d});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < T; ++t)
-            for (std::size_t h = 0; h < 2; ++h)
-                for (std::size_t e = 0; e < d; ++e) {
-                    k_expected(b, h, t, e) = k(b * T + t, h * d + e);
-                    v_expected(b, h, t, e) = v(b * T + t, h * d + e);
-                }
+    const std::size_t B = 2, T = 4;
+    const wb::Mat<float> x = embedded(p, prompt);  // [B·T, D]
+    const wb::Mat<float> ln1 = layer_norm_rows(x, p.blocks[0].ln1_g, p.blocks[0].ln1_b);
+    const wb::Cube<float> k_expected =
+        heads_in_cache(linear_rows(ln1, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c);
+    const wb::Cube<float> v_expected =
+        heads_in_cache(linear_rows(ln1, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c);
     WB_CHECK_CLOSE(cache.k[0], k_expected, kTol,
                    "cache.k[0] must hold layer 0's keys at [b, h, t, :]: did layer 1 overwrite "
                    "layer 0's cache (one cache shared by all layers), or are the heads laid out "
@@ -277,26 +465,29 @@ TEST_CASE("the cache is allocated once: its buffers never move across decode ste
     }
 }
 
-TEST_CASE("decoding more tokens never changes earlier cache entries") {
-    const wb::GptConfig c = small_config();
-    const wb::GptParams<float> p = small_model(c, 8);
-    const wb::TokenIds ids = two_sequences();
-    wb::KvCache cache = wb::make_kv_cache(c, 2);
-    wb::prefill(p, c, prefix(ids, 3), cache);
-    for (std::size_t t = 3; t < 8; ++t) {
-        const wb::KvCache before = cache;  // copy of every layer
-        wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
-        for (std::size_t l = 0; l < c.L; ++l) {
-            for (std::size_t s = 0; s < t; ++s) {
-                INFO("decode at position " << t << " changed layer " << l << "'s history at position " << s);
-                WB_CHECK_CLOSE(slot(cache.k[l], s), slot(before.k[l], s), 0.0,
-                               "history positions never change (notes §16): write only at "
-                               "position cache.length");
-                WB_CHECK_CLOSE(slot(cache.v[l], s), slot(before.v[l], s), 0.0,
-                               "history positions never change (notes §16)");
+TEST_CASE("decoding more tokens never changes earlier cache entries, with learned positions and with RoPE") {
+    for (const wb::GptConfig& c : {small_config(), rope_config()}) {
+        const wb::GptParams<float> p = small_model(c, 8);
+        const wb::TokenIds ids = two_sequences();
+        wb::KvCache cache = wb::make_kv_cache(c, 2);
+        wb::prefill(p, c, prefix(ids, 3), cache);
+        for (std::size_t t = 3; t < 8; ++t) {
+            const wb::KvCache before = cache;  // copy of every layer
+            wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
+            for (std::size_t l = 0; l < c.L; ++l) {
+                for (std::size_t s = 0; s < t; ++s) {
+                    INFO(wb::positions_name(c.positions) << " positions: decode at position " << t
+                         << " changed layer " << l << "'s history at position " << s);
+                    WB_CHECK_CLOSE(slot(cache.k[l], s), slot(before.k[l], s), 0.0,
+                                   "history positions never change (notes §16): write only at "
+                                   "position cache.length; with RoPE the cached keys were "
+                                   "rotated once, when written, and are never rotated again");
+                    WB_CHECK_CLOSE(slot(cache.v[l], s), slot(before.v[l], s), 0.0,
+                                   "history positions never change (notes §16)");
+                }
+                INFO("layer " << l << ": position " << t << " must be written by this step");
+                CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all()))) > 1e-3);
             }
-            INFO("layer " << l << ": position " << t << " must be written by this step");
-            CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all()))) > 1e-3);
         }
     }
 }

@@ -185,32 +185,36 @@ TEST_CASE("sample is deterministic for a seed") {
     CHECK(distinct >= 3);
 }
 
-TEST_CASE("generate with greedy equals the argmax of the full forward, appended step by step") {
-    const wb::GptConfig c = wbtest::small_config();
-    const wb::GptParams<float> p = wbtest::small_model(c, 21);
-    const std::vector<std::int64_t> prompt = {3, 1, 4};
+TEST_CASE("generate with greedy equals the argmax of the full forward, appended step by step, with learned positions and with RoPE") {
+    for (const wb::GptConfig& c : {wbtest::small_config(), wbtest::rope_config()}) {
+        const wb::GptParams<float> p = wbtest::small_model(c, 21);
+        const std::vector<std::int64_t> prompt = {3, 1, 4};
 
-    // Without any cache: run chapter 8's full forward on the whole sequence each time and take
-    // the argmax (first maximum) of the last row.
-    std::vector<std::int64_t> expected = prompt;
-    for (int step = 0; step < 5; ++step) {
-        wb::TokenIds ids = wb::TokenIds::from_shape({1, expected.size()});
-        std::copy(expected.begin(), expected.end(), ids.begin());
-        const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [T, V]
-        const std::size_t last = expected.size() - 1;
-        std::size_t best = 0;
-        for (std::size_t j = 1; j < c.V; ++j)
-            if (full(last, j) > full(last, best)) best = j;
-        expected.push_back(static_cast<std::int64_t>(best));
+        // Without any cache: run chapter 8's full forward on the whole sequence each time and
+        // take the argmax (first maximum) of the last row.
+        std::vector<std::int64_t> expected = prompt;
+        for (int step = 0; step < 5; ++step) {
+            wb::TokenIds ids = wb::TokenIds::from_shape({1, expected.size()});
+            std::copy(expected.begin(), expected.end(), ids.begin());
+            const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [T, V]
+            const std::size_t last = expected.size() - 1;
+            std::size_t best = 0;
+            for (std::size_t j = 1; j < c.V; ++j)
+                if (full(last, j) > full(last, best)) best = j;
+            expected.push_back(static_cast<std::int64_t>(best));
+        }
+        const std::vector<std::int64_t> got =
+            wb::generate(p, c, prompt, 5, wb::SamplingOptions{}, 0, true);
+        INFO(wb::positions_name(c.positions) << " positions: generate (greedy) = " << ids_str(got)
+             << ", expected " << ids_str(expected)
+             << " (the prompt, then 5 argmax tokens of the full forward). Hint: prefill once, "
+                "then decode_step each new token at position cache.length; return prompt + new "
+                "tokens.");
+        CHECK(got == expected);
+
+        // 0 new tokens: the prompt itself.
+        CHECK(wb::generate(p, c, prompt, 0, wb::SamplingOptions{}, 0, true) == prompt);
     }
-    const std::vector<std::int64_t> got = wb::generate(p, c, prompt, 5, wb::SamplingOptions{}, 0, true);
-    INFO("generate (greedy) = " << ids_str(got) << ", expected " << ids_str(expected)
-         << " (the prompt, then 5 argmax tokens of the full forward). Hint: prefill once, then "
-            "decode_step each new token at position cache.length; return prompt + new tokens.");
-    CHECK(got == expected);
-
-    // 0 new tokens: the prompt itself.
-    CHECK(wb::generate(p, c, prompt, 0, wb::SamplingOptions{}, 0, true) == prompt);
 }
 
 TEST_CASE("generate: the same seed gives the same tokens, other seeds differ") {
