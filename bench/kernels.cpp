@@ -57,7 +57,7 @@ const Kernels& WB_GLUE(kernels_, WB_IMPL)() {
                                &attention_forward_raw,
                                &attention_backward_raw,
                                &wb::init_gpt<float>,
-                               &wb::gpt_logits<float>,
+                               &wb::gpt_logits,
                                &wb::make_kv_cache,
                                &wb::prefill,
                                &wb::decode_step};

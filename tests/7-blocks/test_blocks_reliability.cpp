@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-// The eps rule, shared with chapter 8's layer_norm_forward: eps > 0 and finite. An infinite
+// The eps rule, shared with chapter 8's layer_norm_backward: eps > 0 and finite. An infinite
 // eps would make every rstd 0 and hide the input entirely.
 
 TEST_CASE("layer_norm and rms_norm refuse an infinite eps, as chapter 8 does",

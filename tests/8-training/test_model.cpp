@@ -295,6 +295,15 @@ TEST_CASE("whole-model gradient check: every parameter, learned positions and Ro
         const std::function<double()> loss = [&] {
             return wbtest::gpt_loss(pd, c, inputs, targets, -1);
         };
+        const xt::xtensor<double, 0> got = wb::gpt_forward(p, c, inputs, targets, -1, cache);
+        const xt::xtensor<double, 0> spec = loss();
+        WB_CHECK_CLOSE(got, spec, 1e-5,
+                       std::string("the float model's loss differs from the recipe of model.hpp "
+                                   "computed in double on the same weights") +
+                           (kind == wb::Positions::rope
+                                ? ": with RoPE, turn q and k (not v) after the head split, "
+                                  "offset 0, base kRopeBase, and add no position table"
+                                : ""));
         wbtest::each_pair(pd, grads, [&](const std::string& name, auto& x, const auto& dx) {
             const wbtest::GradCheck r = wbtest::gradcheck(loss, x, dx);
             WB_REPORT(r.failure(

@@ -11,13 +11,15 @@
 #include <xtensor/xview.hpp>
 
 #include "8-training/layers.hpp"
+#include "forward_double.hpp"
 
 // Checks of the capstone's attention kernel.
 //
 // Expected numbers come from four independent places, named beside each one:
 //  - a hand example whose values were printed by PyTorch 1.13 in float64
 //    (softmax with a triu mask, torch.logsumexp, and torch.autograd for the gradients);
-//  - chapter 8's readable reference, wb::causal_attention_forward / causal_attention_backward
+//  - the readable reference: causal attention written out in tests/support/forward_double.hpp,
+//    and chapter 8's wb::causal_attention_backward
 //    (full T × T weights, an implementation that shares no code with the kernel), in float
 //    and in double on the same inputs;
 //  - log-sum-exp of the causal scores computed here in double, and hand-made extreme cases;
@@ -100,7 +102,7 @@ TEST_CASE("attention_forward equals chapter 8's reference attention on many shap
         Lse lse;
         const Cf out = wb::attention_forward(q, k, v, lse);
         Cf weights;
-        const Cf expected = wb::causal_attention_forward<float>(q, k, v, weights);
+        const Cf expected = wbtest::causal_attention_forward<float>(q, k, v, weights);
         INFO("shape [B, H, T, d] = " << shape_name(sh));
         WB_CHECK_CLOSE(out, expected, 1e-5,
                        "the kernel must equal softmax(q kᵀ / sqrt(d), causal) v — did you forget "
@@ -248,7 +250,7 @@ TEST_CASE("attention_backward equals chapter 8's reference backward in float", "
         wb::attention_backward(q, k, v, out, lse, dout, dq, dk, dv);
 
         Cf weights, rdq, rdk, rdv;
-        (void)wb::causal_attention_forward<float>(q, k, v, weights);
+        (void)wbtest::causal_attention_forward<float>(q, k, v, weights);
         wb::causal_attention_backward<float>(dout, q, k, v, weights, rdq, rdk, rdv);
         INFO("shape [B, H, T, d] = " << shape_name(sh));
         WB_CHECK_CLOSE(dv, rdv, 1e-5, "dv_j = Σ_{i ≥ j} P_ij dout_i, summed over every query row");
@@ -274,7 +276,7 @@ TEST_CASE("attention_backward equals chapter 8's backward run in double on the s
 
     const Cd qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
     Cd weights, rdq, rdk, rdv;
-    const Cd rout = wb::causal_attention_forward<double>(qd, kd, vd, weights);
+    const Cd rout = wbtest::causal_attention_forward<double>(qd, kd, vd, weights);
     wb::causal_attention_backward<double>(Cd(xt::cast<double>(dout)), qd, kd, vd, weights, rdq,
                                           rdk, rdv);
     WB_CHECK_CLOSE(out, rout, 1e-4, "the forward drifts from the double reference");
