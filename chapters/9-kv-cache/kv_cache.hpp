@@ -6,7 +6,24 @@
 /// the cache holds about 2·L·B·T·D elements), §17 (the cache is not free: the new query still
 /// reads the whole history) and §18 (a full forward and the step-by-step cache must agree).
 ///
-/// The model is chapter 8's GPT (GptConfig, GptParams, the layers of layers.hpp), in float.
+/// The model is chapter 8's GPT (GptConfig, GptParams), in float, and prefill and decode_step
+/// run it with the same functions chapter 8's forward is made of: `embed` and `linear`,
+/// `lm_head` / `next_token_logits` (chapter 2), `add_positions` or `apply_rope` (chapter 3),
+/// `sdpa` (chapter 4), `causal_mask` (chapter 6), `layer_norm` and `gelu` (chapter 7),
+/// `split_heads`, `merge_heads` and `last_token_keep` (chapter 1). What this chapter adds is
+/// the cache around them: where each new token sits (its position offset) and where its keys
+/// and values go. A mistake in an earlier chapter therefore shows up here too, and the checks
+/// compare with chapter 8's `gpt_logits` on the same chapters.
+///
+/// Both position kinds of GptConfig::positions are supported:
+/// - learned (GPT-2): the new tokens get the rows `wpe[t]` of their absolute positions,
+///   `add_positions(x, wpe, offset = t)`;
+/// - RoPE: nothing is added to the embeddings (wpe is `[0, D]`); in every layer the new q and
+///   k are turned by `apply_rope(·, offset = t, kRopeBase)`. The cache stores K **after** the
+///   rotation: a key is rotated once, at its own position, when it is written, and read as it
+///   is by every later query (rotations are relative: the score of q at m and k at n depends
+///   on m − n only, so an old key never needs turning again).
+///
 /// Shapes: B sequences, T_max the longest sequence, D model width, H heads of width
 /// d = D / H, L blocks, V vocabulary size.
 #pragma once
@@ -26,7 +43,8 @@ namespace wb {
 
 /// Per-layer K and V, allocated once for T_max positions (never re-concatenated).
 ///
-/// Position t of sequence b in head h of layer l is `k[l](b, h, t, :)`. Positions
+/// Position t of sequence b in head h of layer l is `k[l](b, h, t, :)` (with RoPE: the key
+/// already rotated by position t). Positions
 /// `[0, length)` hold the keys and values of the tokens seen so far; positions
 /// `[length, T_max)` are still zero. Queries are not cached: only the newest token asks a
 /// question, the old queries are never used again (§16).
@@ -50,7 +68,8 @@ inline namespace WB_IMPL {
 /// @return the cache, `k.size() == v.size() == L`
 /// @throws ShapeError if B == 0 (the message names "wb::make_kv_cache" and B), or the config
 ///         is invalid: a zero in V, T_max, D, H, L or H not dividing D (the message names it),
-///         or the cache would hold more than 2^48 elements (see kv_cache_elements)
+///         or with RoPE an odd head width d (the message says it must be even), or the cache
+///         would hold more than 2^48 elements (see kv_cache_elements)
 KvCache make_kv_cache(const GptConfig& config, std::size_t B);
 
 /// The number of floats in a full cache (§16): K and V, in each of L layers, for B sequences
@@ -73,40 +92,56 @@ std::size_t kv_cache_elements(const GptConfig& config, std::size_t B);
 std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 
 /// Prefill (§16): runs the whole prompt through the model in one pass, exactly chapter 8's
-/// forward (Pre-LN blocks, learned positions `wpe[0..T)`, causal attention scaled by
-/// 1/sqrt(d), GELU FFN, final LayerNorm, lm_head), and keeps every layer's K and V.
+/// forward, and keeps every layer's K and V. Positions `[0, T)`, offset 0:
 /// ```
-///   prompt [B, T] ──► every layer l:  k, v [B, H, T, d] ──► cache.k[l], cache.v[l] at [0, T)
-///                 └─► logits of the last position t = T-1:  [B, V]
+///   x = embed(wte, prompt)                                  [B, T, D]      chapter 2
+///   learned:  x = add_positions(x, wpe, 0)                  rows wpe[0..T) chapter 3
+///   every layer l:
+///     h = layer_norm(x, {ln1_g, ln1_b, kGptLayerNormEps})                  chapter 7
+///     q, k, v = split_heads(linear(h, {w_q, b_q}), H), …    [B, H, T, d]   chapters 2, 1
+///     RoPE:  q, k = apply_rope(q, 0, kRopeBase), apply_rope(k, 0, kRopeBase)  chapter 3
+///     cache.k[l][:, :, 0..T) = k;  cache.v[l][:, :, 0..T) = v      (K after the rotation)
+///     x += linear(merge_heads(sdpa(q, k, v, causal_mask(T)).output), {w_o, b_o})  ch. 4, 6
+///     x += linear(gelu(linear(layer_norm(x, ln2), {w_fc, b_fc})), {w_proj, b_proj})
+///   logits = next_token_logits(layer_norm(last_token_keep(x), ln_f), {lm_head, no bias})
 /// ```
-/// Afterwards `cache.length == T`; positions `[T, T_max)` stay zero.
-/// @param params the model (chapter 8's layout)
-/// @param config its shape
+/// Only the last position of each sequence predicts the next token, so only it goes through
+/// the final LayerNorm and lm_head (`[B, 1, D]` → `[B, V]`). Afterwards `cache.length == T`;
+/// positions `[T, T_max)` stay zero.
+/// @param params the model (chapter 8's layout; wpe `[T_max, D]`, or `[0, D]` with RoPE)
+/// @param config its shape and position kind
 /// @param prompt `[B, T]` token ids in `[0, V)`, 1 <= T <= T_max
 /// @param cache from make_kv_cache(config, B), still empty (length 0)
 /// @return `[B, V]` logits of the token after `prompt[b, T-1]`, row b for sequence b
 /// @throws ShapeError if the config is invalid, params has not L blocks or a tensor of params
-///         (wte, wpe, a block's, lm_head) does not have the config's shape, B == 0 or T == 0,
-///         or the cache is not L layers of `[B, H, T_max, d]` (messages name "wb::prefill" and
-///         the shapes)
+///         (wte, wpe, a block's, lm_head) does not have the config's shape (wpe: `[T_max, D]`
+///         with learned positions, `[0, D]` with RoPE), B == 0 or T == 0, or the cache is not
+///         L layers of `[B, H, T_max, d]` (messages name "wb::prefill" and the shapes)
 /// @throws ValueError if T > T_max (the message names T and T_max), an id is outside
 ///         `[0, V)` (names the position and the id), or the cache is not empty (names its length)
 Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
                    const TokenIds& prompt, KvCache& cache);
 
-/// Decode one step (§16): one new token per sequence at position `t = cache.length`.
-/// In every layer it computes the new token's q, k, v `[B, H, 1, d]`, writes k and v into
-/// **that layer's** cache at position t, and lets the new q attend over positions `[0, t]`
-/// (the whole history and itself). The position embedding is `wpe[t]`.
+/// Decode one step (§16): one new token per sequence at position `t = cache.length`, the
+/// offset of every position-aware call. In every layer it computes the new token's q, k, v
+/// `[B, H, 1, d]` with the same functions as prefill, writes k (rotated, with RoPE) and v into
+/// **that layer's** cache at slot t, and lets the new q attend over slots `[0, t]` (the whole
+/// history and itself) with chapter 4's `sdpa` and **no mask**: the newest position may read
+/// every key the cache holds, and the cache holds no future.
 /// ```
-///   tokens [B] ──► x [B, D] ──► layer l: q, k, v [B, H, 1, d];  cache.k[l][:, :, t] = k
-///                                        att = softmax(q · cache.k[l][:, :, 0..t]ᵀ / sqrt(d))
-///                                        out = att · cache.v[l][:, :, 0..t]
-///               ──► logits [B, V];  cache.length = t + 1
+///   tokens [B] ──► x = embed(wte, tokens)                     [B, 1, D]
+///                  learned: x = add_positions(x, wpe, t)      (the row wpe[t], not wpe[0])
+///   layer l:  q, k, v [B, H, 1, d];  RoPE: q, k = apply_rope(q, t), apply_rope(k, t)
+///             cache.k[l][:, :, t] = k;  cache.v[l][:, :, t] = v
+///             att = sdpa(q, cache.k[l][:, :, 0..t], cache.v[l][:, :, 0..t])   [B, H, 1, d]
+///   ──► logits [B, V];  cache.length = t + 1
 /// ```
-/// The result equals row t of chapter 8's gpt_logits on the whole sequence (§18).
+/// The result equals row t of chapter 8's gpt_logits on the whole sequence (§18), for both
+/// position kinds. (The slices `[0, t]` handed to sdpa are copies for its `Tensor4`
+/// arguments, the same number of floats the attention reads anyway; the cache itself is
+/// never reallocated.)
 /// @param params the model
-/// @param config its shape
+/// @param config its shape and position kind
 /// @param tokens B ids, one per sequence, each in `[0, V)`
 /// @param cache the cache of a prefill (or an empty one), `length < T_max`
 /// @return `[B, V]` logits of the token after `tokens[b]`

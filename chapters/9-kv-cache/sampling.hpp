@@ -81,9 +81,10 @@ std::int64_t sample(const Vec<float>& logits, const SamplingOptions& options,
 ///       token = greedy(logits) or sample(logits, options, rng)
 ///       append token;  logits = decode_step(token)   (not after the last token)
 /// ```
-/// with `rng = std::mt19937_64(seed)`, so a seed fixes the output.
+/// with `rng = std::mt19937_64(seed)`, so a seed fixes the output. Either position kind of
+/// the model (learned or RoPE): prefill and decode_step take care of the positions.
 /// @param params the model
-/// @param config its shape
+/// @param config its shape and position kind
 /// @param prompt the prompt's token ids, at least one, each in `[0, V)`
 /// @param max_new_tokens how many tokens to add (0 returns the prompt)
 /// @param options temperature, top_k, top_p (checked even when use_greedy)

@@ -1,7 +1,7 @@
 // Chapter 9, extra exercise — reference implementation of grouped-query attention.
 // H query heads share H_kv K/V heads in groups of G = H / H_kv consecutive heads: query head h
-// reads K/V head h / G. Plain loops, one (b, h, t) query at a time, as in the cached attention
-// of kv_cache.cpp.
+// reads K/V head h / G. Plain loops, one (b, h, t) query at a time: chapter 4's attention
+// written out, with the group's K/V head read in place (nothing is repeated in memory).
 #include "9-kv-cache/gqa.hpp"
 
 #include <algorithm>
