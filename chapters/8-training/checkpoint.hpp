@@ -24,6 +24,11 @@
 ///                              then the n tensors' v values (f32), each of its tensor's size
 ///   20 + P  8      u64  FNV-1a 64-bit hash of the P payload bytes
 /// ```
+/// The position kind (GptConfig::positions) has no field of its own: it is the shape of wpe,
+/// the second tensor — `[T_max, D]` for learned positions, `[0, D]` for RoPE (that model has
+/// no position table). load_checkpoint reads wpe's shape first to know which model the config
+/// describes.
+///
 /// The file is `28 + P` bytes. Integers and floats are written byte by byte in little-endian
 /// order, so a file is the same on every machine. FNV-1a: `h = 14695981039346656037`, then
 /// for each byte `h = (h XOR byte) · 1099511628211` (mod 2⁶⁴).
@@ -93,7 +98,8 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
 /// with "cannot open"), and only its 20-byte header is read until the size it announces has
 /// been compared with the file's size from the filesystem.
 /// @param path the file
-/// @return the config, the weights, the optimizer state if it was saved, and the step
+/// @return the config (its positions from wpe's shape, see the format), the weights, the
+///         optimizer state if it was saved, and the step
 /// @throws FileError naming the file and the problem: "cannot open" (missing, or not a regular
 ///         file), "not a workbook
 ///         checkpoint" (the file is empty or its first bytes differ from the magic), "version 7,

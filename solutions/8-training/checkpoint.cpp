@@ -78,6 +78,34 @@ struct Reader {
     }
 };
 
+// The rows of the saved wpe, read ahead without moving `r`: the second tensor, after wte.
+// Version 1 has no field for the position kind; it is the shape of wpe: [T_max, D] for
+// learned positions, [0, D] for RoPE (the model has no table). Every size is bounded by the
+// payload (need() throws before any read past it).
+std::uint64_t saved_wpe_rows(Reader r) {
+    (void)r.u64();  // the number of tensors
+    const auto skip_header = [&r](Shape& shape) {
+        const std::uint32_t name_size = r.u32();
+        r.need(name_size);
+        r.pos += name_size;
+        const std::uint32_t rank = r.u32();
+        shape.clear();
+        for (std::uint32_t i = 0; i < rank && i < 8; ++i) shape.push_back(r.u64());
+    };
+    Shape wte;
+    skip_header(wte);
+    std::uint64_t values = 1;
+    for (std::uint64_t dim : wte) {
+        if (dim != 0 && values > (r.end - r.pos) / dim) r.need(r.end - r.pos + 1);  // too big
+        values *= dim;
+    }
+    r.need(4 * values);
+    r.pos += 4 * values;
+    Shape wpe;
+    skip_header(wpe);
+    return wpe.size() == 2 ? wpe[0] : 1;
+}
+
 std::string hex(std::uint64_t v) {
     std::ostringstream out;
     out << "0x" << std::hex << v;
@@ -87,7 +115,8 @@ std::string hex(std::uint64_t v) {
 // The number of floats a config's parameters hold, or 0 if it would overflow: lets a load
 // reject an absurd config before allocating anything.
 std::uint64_t parameter_count(const GptConfig& c) {
-    const long double V = c.V, T = c.T_max, D = c.D, L = c.L;
+    const long double V = c.V, D = c.D, L = c.L;
+    const long double T = c.positions == Positions::learned ? c.T_max : 0;  // rows of wpe
     const long double n = 2 * V * D + T * D + L * (12 * D * D + 13 * D) + 2 * D;
     return n > 1e15L ? 0 : static_cast<std::uint64_t>(n);
 }
@@ -275,14 +304,17 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.step = static_cast<std::int64_t>(r.u64());
     r.need(1);
     const unsigned char has_optimizer = bytes[r.pos++];
+    ck.config.positions = saved_wpe_rows(r) == 0 ? Positions::rope : Positions::learned;
     const GptConfig& c = ck.config;
     const std::uint64_t count = parameter_count(c);
     if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0 || c.D % c.H != 0 ||
-        count == 0 || 4 * count > payload_size || has_optimizer > 1) {
+        (c.positions == Positions::rope && (c.D / c.H) % 2 != 0) || count == 0 ||
+        4 * count > payload_size || has_optimizer > 1) {
         throw FileError(where + ": invalid config V = " + std::to_string(c.V) + ", T_max = " +
                         std::to_string(c.T_max) + ", D = " + std::to_string(c.D) + ", H = " +
-                        std::to_string(c.H) + ", L = " + std::to_string(c.L) +
-                        " (or optimizer flag " + std::to_string(has_optimizer) + ")");
+                        std::to_string(c.H) + ", L = " + std::to_string(c.L) + ", positions = " +
+                        positions_name(c.positions) + " (or optimizer flag " +
+                        std::to_string(has_optimizer) + ")");
     }
     ck.params = init_gpt<float>(c, 0);  // every tensor with its shape; the values are replaced
     std::vector<ParamRef<float>> refs = parameters(ck.params);

@@ -456,6 +456,27 @@ TEST_CASE("save then load gives bit-identical weights, logits, optimizer state a
     CHECK(wbtest::identical(weights_only.params, t.params));
 }
 
+TEST_CASE("a RoPE model comes back as a RoPE model: the position kind is wpe's shape [0, D]",
+          "[checkpoint][roundtrip][rope]") {
+    const GptConfig c{9, 6, 8, 2, 1, wb::Positions::rope};
+    const GptParams<float> p = wb::init_gpt<float>(c, 4);
+    TempPath file("rope");
+    wb::save_checkpoint(file.path, c, p);
+    const wb::Checkpoint ck = wb::load_checkpoint(file.path);
+    INFO("save writes wpe [0, D] for RoPE; load must read that shape and set positions = rope "
+         "before it checks the tensors against the config (else 'tensor wpe [0, 8], expected "
+         "[6, 8]')");
+    CHECK(ck.config.positions == wb::Positions::rope);
+    CHECK(ck.config.T_max == 6);
+    CHECK(wbtest::identical(ck.params, p));
+    const wb::TokenIds ids = {{1, 2, 3, 4, 5}};
+    CHECK(bits_equal(wb::gpt_logits(p, c, ids), wb::gpt_logits(ck.params, ck.config, ids)));
+
+    const GptConfig learned{9, 6, 8, 2, 1};
+    wb::save_checkpoint(file.path, learned, wb::init_gpt<float>(learned, 4));
+    CHECK(wb::load_checkpoint(file.path).config.positions == wb::Positions::learned);
+}
+
 TEST_CASE("resuming from a checkpoint continues training exactly where it stopped",
           "[checkpoint][resume]") {
     // §21.9: to resume, save the optimizer state and the progress, not only the weights.
