@@ -36,11 +36,49 @@ function(wb_uses_reference label out)
   endif()
 endfunction()
 
+# A class handout (tools/workbook handout) has no solutions/: the reference of each chapter is
+# prebuilt/<folder>/libwb_<label>.a (namespace wb::impl, what WB_REFERENCE selects) and
+# libwb_reference_<label>.a (namespace wb::reference, for the benchmarks), compiled once by the
+# instructor. prebuilt/toolchain.cmake says with what; a different toolchain is warned about.
+function(wb_prebuilt_check)
+  get_property(done GLOBAL PROPERTY WB_PREBUILT_CHECKED)
+  if(done)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY WB_PREBUILT_CHECKED TRUE)
+  include(${WB_ROOT}/prebuilt/toolchain.cmake OPTIONAL RESULT_VARIABLE found)
+  if(NOT found)
+    message(FATAL_ERROR "prebuilt/ has libraries but no toolchain.cmake: write the handout again "
+                        "(tools/workbook handout)")
+  endif()
+  if(NOT CMAKE_SYSTEM_PROCESSOR STREQUAL WB_PREBUILT_PROCESSOR)
+    message(FATAL_ERROR "the prebuilt reference libraries are for ${WB_PREBUILT_PROCESSOR}, "
+                        "this machine is ${CMAKE_SYSTEM_PROCESSOR}: they cannot be linked here")
+  endif()
+  string(REGEX MATCH "^[0-9]+" major "${CMAKE_CXX_COMPILER_VERSION}")
+  string(REGEX MATCH "^[0-9]+" wanted "${WB_PREBUILT_CXX_COMPILER_VERSION}")
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL WB_PREBUILT_CXX_COMPILER_ID OR NOT major STREQUAL wanted)
+    message(WARNING "the prebuilt reference libraries were compiled with "
+            "${WB_PREBUILT_CXX_COMPILER_ID} ${WB_PREBUILT_CXX_COMPILER_VERSION}, this build uses "
+            "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}: a later g++ or a clang++ on "
+            "libstdc++ usually links them, but only the first is tested")
+  endif()
+  if(DEFINED xtensor_VERSION AND NOT xtensor_VERSION VERSION_EQUAL WB_PREBUILT_XTENSOR_VERSION)
+    message(WARNING "the prebuilt reference libraries were compiled against xtensor "
+            "${WB_PREBUILT_XTENSOR_VERSION}, this build finds ${xtensor_VERSION}: the tensors "
+            "they exchange with your code may not match; ask for a handout built on this release")
+  endif()
+endfunction()
+
 # Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on:
-#   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp
+#   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp (in a handout:
+#                             prebuilt/<folder>/libwb_<label>.a)
+#   library  wb_reference_<label>  the reference again in namespace wb::reference, built only
+#                             when a target needs it (the benchmarks)
 #   tests    test_<label>     tests/<folder>/*.cpp, each TEST_CASE a ctest test labelled <label>
 # WB_IMPL_DIR_<label> (a cache path) replaces the source folder: the mutant and grading tools
-# use it to compile a modified copy of a chapter.
+# use it to compile a modified copy of a chapter. WB_EXTRA_TESTS (a cache path) adds the checks
+# in WB_EXTRA_TESTS/<folder>/*.cpp to test_<label>: an instructor's own checks, kept outside.
 function(wb_chapter label folder)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS")
   set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
@@ -49,11 +87,24 @@ function(wb_chapter label folder)
     return()  # the chapter is not written yet
   endif()
   set(ref_dir ${CMAKE_CURRENT_SOURCE_DIR}/solutions/${folder})
+  file(GLOB ref_sources CONFIGURE_DEPENDS ${ref_dir}/*.cpp)
+  set(prebuilt_dir ${CMAKE_CURRENT_SOURCE_DIR}/prebuilt/${folder})
+  set(lib_name ${CMAKE_STATIC_LIBRARY_PREFIX}wb_${label}${CMAKE_STATIC_LIBRARY_SUFFIX})
+  set(ref_lib_name ${CMAKE_STATIC_LIBRARY_PREFIX}wb_reference_${label}${CMAKE_STATIC_LIBRARY_SUFFIX})
+  set(prebuilt FALSE)
+  if(NOT ref_sources AND EXISTS ${prebuilt_dir}/${lib_name})
+    set(prebuilt TRUE)
+    wb_prebuilt_check()
+  endif()
+  set(WB_PREBUILT_${label} ${prebuilt} CACHE INTERNAL "")
 
   wb_uses_reference(${label} use_ref)
   if(WB_IMPL_DIR_${label})
     set(src_dir ${WB_IMPL_DIR_${label}})
     set(kind "override ${src_dir}")
+  elseif(use_ref AND prebuilt)
+    set(src_dir ${prebuilt_dir})
+    set(kind "reference (prebuilt)")
   elseif(use_ref)
     set(src_dir ${ref_dir})
     set(kind "reference")
@@ -61,26 +112,52 @@ function(wb_chapter label folder)
     set(src_dir ${stub_dir})
     set(kind "student")
   endif()
-  file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
-  if(NOT sources)
-    message(FATAL_ERROR "${label}: no .cpp files in ${src_dir}")
-  endif()
-  message(STATUS "${label} (${folder}): ${kind}")
-  wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
-
-  add_library(wb_${label} STATIC ${sources})
   list(TRANSFORM arg_DEPENDS PREPEND wb_ OUTPUT_VARIABLE dependencies)
-  target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE wb_warnings)
-  # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant or
-  # tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third faster.
-  # The capstone keeps the build's optimisation: its checks train a model, its override (the
-  # readable kernel) is benchmarked.
-  if(WB_IMPL_DIR_${label} AND NOT label STREQUAL "capstone")
-    target_compile_options(wb_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
+  if(kind STREQUAL "reference (prebuilt)")
+    message(STATUS "${label} (${folder}): ${kind}")
+    wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
+    add_library(wb_${label} STATIC IMPORTED GLOBAL)
+    set_target_properties(wb_${label} PROPERTIES IMPORTED_LOCATION ${prebuilt_dir}/${lib_name})
+    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies})
+  else()
+    file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
+    if(NOT sources)
+      message(FATAL_ERROR "${label}: no .cpp files in ${src_dir}")
+    endif()
+    message(STATUS "${label} (${folder}): ${kind}")
+    wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
+
+    add_library(wb_${label} STATIC ${sources})
+    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE wb_warnings)
+    # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
+    # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
+    # faster. The capstone keeps the build's optimisation: its checks train a model, its
+    # override (the readable kernel) is benchmarked.
+    if(WB_IMPL_DIR_${label} AND NOT label STREQUAL "capstone")
+      target_compile_options(wb_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
+    endif()
   endif()
   set_property(GLOBAL PROPERTY WB_KIND_${label} ${kind})
 
+  # The reference in namespace wb::reference, beside whichever wb_<label> is selected.
+  list(TRANSFORM arg_DEPENDS PREPEND wb_reference_ OUTPUT_VARIABLE ref_dependencies)
+  if(ref_sources)
+    add_library(wb_reference_${label} STATIC EXCLUDE_FROM_ALL ${ref_sources})
+    target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
+    target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
+                          PRIVATE wb_warnings)
+  elseif(prebuilt AND EXISTS ${prebuilt_dir}/${ref_lib_name})
+    add_library(wb_reference_${label} STATIC IMPORTED GLOBAL)
+    set_target_properties(wb_reference_${label} PROPERTIES
+                          IMPORTED_LOCATION ${prebuilt_dir}/${ref_lib_name})
+    target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies})
+  endif()
+
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${folder}/*.cpp)
+  if(WB_EXTRA_TESTS)
+    file(GLOB extra_tests CONFIGURE_DEPENDS ${WB_EXTRA_TESTS}/${folder}/*.cpp)
+    list(APPEND tests ${extra_tests})
+  endif()
   if(tests AND TARGET wb_test_support)  # no Catch2: the chapter builds, its checks do not
     add_executable(test_${label} ${tests})
     target_link_libraries(test_${label} PRIVATE wb_${label} wb_test_support
@@ -98,6 +175,16 @@ function(wb_chapter label folder)
                                             --target test_${label})
     set_tests_properties("${label}: build" PROPERTIES LABELS ${label}
                          FIXTURES_SETUP wb_build_${label} RESOURCE_LOCK wb_build)
+    # On the learner's own code, ctest's last step keeps the results where `tools/workbook
+    # status` and `next` read them (the progress file beside chapters/), as `check` does: a
+    # CTest cleanup step of the same fixture, run once after the label's checks.
+    if(kind STREQUAL "student")
+      add_test(NAME "${label}: keep progress"
+               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/workbook record ${label}
+                       --build-dir ${CMAKE_BINARY_DIR})
+      set_tests_properties("${label}: keep progress" PROPERTIES LABELS ${label}
+                           FIXTURES_CLEANUP wb_build_${label} RESOURCE_LOCK wb_build)
+    endif()
     # Before the first build ctest knows no check of the label (they are listed by building
     # the program): one test then runs them all, and later runs list them one by one.
     set(first "${label}: every check (first build)")
@@ -122,6 +209,9 @@ endfunction()
 # solutions/ (the link of the student and solutions presets then proves each function exists).
 function(wb_check_reference_names)
   foreach(label IN LISTS WB_CHAPTERS)
+    if(WB_PREBUILT_${label})
+      continue()  # a handout: the reference is a library, its names are proven by the link
+    endif()
     set(folder ${WB_FOLDER_${label}})
     file(GLOB stub RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder}
          ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder}/*.cpp)
@@ -171,6 +261,8 @@ function(wb_course_entry label folder kind src_dir)
     set(kind stub)
   elseif(kind MATCHES "^override")
     set(kind override)
+  elseif(kind MATCHES "^reference")
+    set(kind reference)  # compiled from solutions/ or prebuilt/
   endif()
   set(guide ${WB_ROOT}/chapters/${folder}/README.md)
   set(title "${label}")
@@ -209,8 +301,17 @@ function(wb_write_course file)
   string(JOIN ",\n" body ${entries})
   wb_json_string("${WB_REFERENCE}" j_reference)
   wb_json_string("${WB_ROOT}" j_root)
+  # The toolchain, for a handout's prebuilt libraries (tools/workbook handout states it).
+  wb_json_string("${CMAKE_CXX_COMPILER_ID}" j_compiler)
+  wb_json_string("${CMAKE_CXX_COMPILER_VERSION}" j_compiler_version)
+  wb_json_string("${CMAKE_SYSTEM_PROCESSOR}" j_processor)
+  wb_json_string("${xtensor_VERSION}" j_xtensor)
   file(WRITE ${file}.tmp "{\n  \"version\": 1,\n  \"root\": ${j_root},\n"
-                         "  \"reference\": ${j_reference},\n  \"chapters\": [\n${body}\n  ]\n}\n")
+                         "  \"reference\": ${j_reference},\n"
+                         "  \"toolchain\": {\"compiler\": ${j_compiler}, "
+                         "\"compiler_version\": ${j_compiler_version}, "
+                         "\"processor\": ${j_processor}, \"xtensor\": ${j_xtensor}},\n"
+                         "  \"chapters\": [\n${body}\n  ]\n}\n")
   file(RENAME ${file}.tmp ${file})
 endfunction()
 

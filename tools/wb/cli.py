@@ -7,8 +7,10 @@ import sys
 import wb
 from .bench import cmd_bench
 from .common import ROOT, WorkbookError
+from .handout import cmd_handout, cmd_leaks
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
-from .learner import cmd_check, cmd_hint, cmd_next, cmd_status, cmd_use, cmd_watch
+from .learner import (cmd_check, cmd_hint, cmd_next, cmd_record, cmd_status, cmd_use,
+                      cmd_watch)
 from .quiz import cmd_quiz
 
 class Parser(argparse.ArgumentParser):
@@ -52,6 +54,12 @@ def main(argv=None):
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_watch)
 
+    p = verbs.add_parser("record", help="keep a chapter's results in the progress file (the "
+                         "last step of `ctest -L chapterN`)")
+    p.add_argument("chapter", help="3, chapter3 or capstone")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
+    p.set_defaults(func=cmd_record)
+
     p = verbs.add_parser("next", help="your current chapter: its guide, files and first task")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_next)
@@ -92,8 +100,34 @@ def main(argv=None):
     p.add_argument("--lines", type=int, default=4, help="failure lines shown per check")
     p.add_argument("--timeout", type=int, default=300, help="seconds allowed per check")
     p.add_argument("--jobs", type=int, default=2, help="parallel compile and test jobs")
-    p.add_argument("--build-dir", default=str(ROOT / "build" / "grade"))
+    p.add_argument("--extra-tests", metavar="DIR", help="the instructor's own Catch2 checks, "
+                   "kept outside the tree: DIR/<chapter folder>/*.cpp (e.g. DIR/6-masks/), "
+                   "added to that chapter's checks; reports show their names and messages only")
+    p.add_argument("--class", dest="class_dir", metavar="DIR", help="grade every student tree "
+                   "in DIR (a folder each), one build folder each below --build-dir (default "
+                   "build/class), and sum the class up (--markdown, --csv)")
+    p.add_argument("--csv", metavar="FILE", help="with --class: the class summary as CSV")
+    p.add_argument("--reports", metavar="DIR", help="with --class: each tree's Markdown report "
+                   "in DIR/<tree>.md")
+    p.add_argument("--build-dir", help="default build/grade (build/class with --class)")
     p.set_defaults(func=cmd_grade)
+
+    p = verbs.add_parser("handout", help="write a class handout: no solution sources, the "
+                         "reference prebuilt", description="Writes DIR: this repository's files "
+                         "without solutions/ (nor the mistake catalogue and CI), with each "
+                         "chapter's reference compiled into static libraries in prebuilt/, so "
+                         "`use N reference`, WB_REFERENCE, the benchmarks and verify-stubs "
+                         "still work there. Then proves that no reference function body can "
+                         "be read in DIR. Exit status 1 when one can.")
+    p.add_argument("dir", help="the handout's folder (new, empty, or an earlier handout)")
+    p.add_argument("--reuse", nargs="*", metavar="BUILD", help="Release builds of this "
+                   "repository whose libraries to take when up to date (e.g. build/solutions "
+                   "build/bench); the rest is built in --build-dir")
+    p.add_argument("--check", action="store_true", help="only check an existing handout DIR "
+                   "for reference sources")
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "handout"))
+    p.set_defaults(func=lambda args: (cmd_leaks if args.check else cmd_handout)(args))
 
     p = verbs.add_parser("bench", help="time your kernels against the reference",
                          description="Builds bench_workbook and train_step, runs the benchmarks "

@@ -184,7 +184,7 @@ def parse_catch_xml(text, prefix=""):
 
 def ctest_tests(build_dir, label):
     """[(name, command)] of the checks labelled LABEL, as ctest knows them (the build step
-    that ctest runs first is left out)."""
+    that ctest runs first and the progress step it runs last are left out)."""
     result = subprocess.run(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1",
                              "-L", f"^{re.escape(label)}$"], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -196,7 +196,7 @@ def ctest_tests(build_dir, label):
     for test in tests:
         props = {p.get("name"): p.get("value") for p in test.get("properties", [])}
         command = test.get("command") or []
-        if "FIXTURES_SETUP" in props or len(command) < 2:
+        if "FIXTURES_SETUP" in props or "FIXTURES_CLEANUP" in props or len(command) < 2:
             continue
         # The reporter ctest uses is replaced by the XML one.
         args, skip = [], False
