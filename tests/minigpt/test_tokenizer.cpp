@@ -1,9 +1,18 @@
 #include "check.hpp"
 #include "capstone/minigpt/tokenizer.hpp"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "8-training/checkpoint.hpp"
+#include "capstone/minigpt/data.hpp"
+#include "capstone/minigpt/model_file.hpp"
 
 // Checks of the UTF-8 character tokenizer.
 //
@@ -171,4 +180,175 @@ TEST_CASE("Tokenizer::deserialize rejects what is not a vocabulary", "[minigpt]"
     WB_CHECK_THROWS(ValueError,
                     Tokenizer::deserialize("wb-minigpt-vocab 1 99999999999999999999\na"), hint,
                     fn, "bad count");
+}
+
+// ---- the BPE kind: chapter 2's byte-level BPE inside the program ------------------------------
+
+namespace {
+
+// English and the notes' Chinese: the BPE checks below learn their merges on this.
+const std::string kMixed =
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+    "All:\nSpeak, speak.\n"
+    "\xe5\xb0\x8f\xe7\x8c\xab\xe8\xb6\xb4\xe5\x9c\xa8 \xe5\xb0\x8f\xe7\x8c\xab\xe8\xb6\xb4"
+    "\xe5\x9c\xa8\n";  // 小猫趴在 twice
+
+}  // namespace
+
+TEST_CASE("Tokenizer::bpe_from_text is chapter 2's BPE and round-trips any UTF-8 text",
+          "[minigpt]") {
+    const Tokenizer t = Tokenizer::bpe_from_text(kMixed, 300);
+    CHECK(t.kind() == wb::minigpt::TokenizerKind::bpe);
+    const auto merges = wb::bpe_train(kMixed, 300);
+    REQUIRE(!merges.empty());
+    CHECK(t.merges() == merges);
+    CHECK(t.size() == 256 + merges.size());
+    CHECK(t.encode(kMixed) == wb::bpe_encode(kMixed, merges));
+    CHECK(t.encode(kMixed).size() < kMixed.size());  // merges shorten the text they learned on
+    // Text the merges never saw still encodes, byte by byte where nothing applies.
+    for (const std::string& text : {kMixed, std::string("\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b"),
+                                   std::string("\xf0\x9f\x98\x80 zebra"), std::string()}) {
+        CHECK(t.decode(t.encode(text)) == text);
+    }
+    CHECK(t.encode("\xe6\xb3\xa8") == Ids{0xe6, 0xb3, 0xa8});  // 注: three byte tokens
+}
+
+TEST_CASE("Tokenizer::decode of BPE ids that cut a character shows U+FFFD", "[minigpt]") {
+    const Tokenizer t = Tokenizer::bpe_from_text("no pair repeats", 256);  // V = 256: bytes only
+    CHECK(t.size() == 256);
+    // 猫 = e7 8c ab; its first two bytes alone are no character: one U+FFFD (ef bf bd) each.
+    CHECK(t.decode({0xe7, 0x8c}) == "\xef\xbf\xbd\xef\xbf\xbd");
+    CHECK(t.decode({0x61, 0xe7, 0x8c, 0xab}) == "a\xe7\x8c\xab");
+    CHECK(wb::minigpt::utf8_repair("ok \xe7\x8c\xab") == "ok \xe7\x8c\xab");
+    CHECK(wb::minigpt::utf8_repair("a\xff" "b\xed\xa0\x80") ==
+          "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST_CASE("Tokenizer serializes a BPE vocabulary and still reads the character form",
+          "[minigpt]") {
+    const Tokenizer t = Tokenizer::bpe_from_text(kMixed, 300);
+    const std::string data = t.serialize();
+    CHECK(data == "wb-minigpt-bpe 1\n" + wb::bpe_serialize(t.merges()));
+    const Tokenizer back = Tokenizer::deserialize(data);
+    CHECK(back.kind() == wb::minigpt::TokenizerKind::bpe);
+    CHECK(back.merges() == t.merges());
+    CHECK(back.encode(kMixed) == t.encode(kMixed));
+    // The character form, as earlier versions of the program wrote it.
+    const Tokenizer chars = Tokenizer::deserialize("wb-minigpt-vocab 1 3\n\nab");
+    CHECK(chars.kind() == wb::minigpt::TokenizerKind::characters);
+    CHECK(chars.encode("ab\n") == Ids{1, 2, 0});
+}
+
+TEST_CASE("Tokenizer's BPE kind rejects a bad size, bad text, bad ids and a bad vocabulary",
+          "[minigpt]") {
+    const std::string fn = "wb::minigpt::Tokenizer::bpe_from_text";
+    WB_CHECK_THROWS(ValueError, Tokenizer::bpe_from_text("", 300), "an empty text has no merges",
+                    fn, "empty");
+    WB_CHECK_THROWS(ValueError, Tokenizer::bpe_from_text("abab", 255),
+                    "V counts the 256 byte tokens", fn, "vocab_size = 255", "256");
+    WB_CHECK_THROWS(ValueError, Tokenizer::bpe_from_text("ab\xff", 300),
+                    "the model reads and writes UTF-8", fn, "byte offset 2");
+    const Tokenizer t = Tokenizer::bpe_from_text(kMixed, 300);
+    WB_CHECK_THROWS(ValueError, t.encode("a\xff"), "a prompt must be UTF-8",
+                    "wb::minigpt::Tokenizer::encode", "byte offset 1");
+    WB_CHECK_THROWS(ValueError, t.decode({97, std::int64_t(t.size())}), "ids are in [0, V)",
+                    "wb::minigpt::Tokenizer::decode", std::to_string(t.size()), "position 1");
+    WB_CHECK_THROWS(ValueError, Tokenizer::deserialize("wb-minigpt-bpe 1\nwb-bpe 1 1\n300 1\n"),
+                    "merge 0 may only use bytes", "wb::minigpt::Tokenizer::deserialize",
+                    "wb::bpe_deserialize", "line 2", "300");
+    WB_CHECK_THROWS(ValueError, Tokenizer::deserialize("wb-minigpt-bpe 1\nwb-bpe 1 9999999\n"),
+                    "a count the data cannot hold", "wb::minigpt::Tokenizer::deserialize",
+                    "9999999");
+}
+
+namespace {
+
+std::string read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+// A folder of its own for the files of one check, removed afterwards.
+struct BpeTempDir {
+    std::filesystem::path path;
+    BpeTempDir() {
+        path = std::filesystem::temp_directory_path() /
+               ("wb_minigpt_bpe_" + std::to_string(::getpid()));
+        std::filesystem::create_directories(path);
+    }
+    ~BpeTempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
+wb::minigpt::Model tiny_bpe_model() {
+    wb::minigpt::Model m;
+    m.tokenizer = Tokenizer::bpe_from_text(kMixed, 280);
+    m.config = {m.tokenizer.size(), 8, 8, 2, 1};
+    m.params = wb::init_gpt<float>(m.config, 4);
+    m.step = 3;
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("a model with a BPE vocabulary is one file: saved, loaded, and generating UTF-8",
+          "[minigpt]") {
+    BpeTempDir dir;
+    const std::string path = (dir.path / "bpe.ckpt").string();
+    const wb::minigpt::Model m = tiny_bpe_model();
+    wb::minigpt::save_model(path, m);
+    CHECK(!std::filesystem::exists(wb::minigpt::vocab_path(path)));  // no .vocab beside it
+    const wb::minigpt::Model back = wb::minigpt::load_model(path);
+    CHECK(back.tokenizer.kind() == wb::minigpt::TokenizerKind::bpe);
+    CHECK(back.tokenizer.merges() == m.tokenizer.merges());
+    CHECK(back.config.V == m.tokenizer.size());
+    // Random weights draw any token, partial characters too: the text is still UTF-8.
+    const std::string text =
+        wb::minigpt::generate_text(back, "Speak", 6, wb::SamplingOptions{1.0f, 0, 1.0f}, 7, false);
+    CHECK(text.rfind("Speak", 0) == 0);
+    CHECK_NOTHROW(utf8_decode(text));
+}
+
+TEST_CASE("load_model rejects a damaged BPE vocabulary even behind a valid checksum",
+          "[minigpt]") {
+    BpeTempDir dir;
+    const std::string path = (dir.path / "bpe.ckpt").string();
+    wb::minigpt::save_model(path, tiny_bpe_model());
+    std::string bytes = read_bytes(path);
+    // The first merge line follows "wb-bpe 1 24\n"; its first digit becomes 9: an id of 900
+    // or more, which merge 0 may not use. Then the checksum is made right again.
+    const std::size_t at = bytes.find("wb-bpe 1 ");
+    REQUIRE(at != std::string::npos);
+    const std::size_t line = bytes.find('\n', at) + 1;
+    bytes[line] = '9';
+    const std::uint64_t hash = wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                           bytes.size() - 8);
+    for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<char>(hash >> (8 * i));
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(path),
+                    "the vocabulary part is checked like the checkpoint part",
+                    "wb::minigpt::load_model", "not a vocabulary", "wb::bpe_deserialize",
+                    "line 2");
+}
+
+TEST_CASE("load_corpus with a BPE choice learns V = 512 on the bundled corpus", "[minigpt]") {
+    const wb::minigpt::TokenizerChoice bpe{wb::minigpt::TokenizerKind::bpe, 512};
+    const auto c = wb::minigpt::load_corpus(wb::minigpt::bundled_corpus_path(), 1000, bpe);
+    CHECK(c.tokenizer.size() == 512);
+    CHECK(c.tokenizer.decode(c.ids) == c.text);
+    // 154469 characters (test_data.cpp) in fewer tokens: more than 1.5 characters per token.
+    CHECK(c.ids.size() < 154469 / 3 * 2);
+    CHECK(wb::minigpt::characters_per_token(c.tokenizer, c.ids) ==
+          Approx(154469.0 / double(c.ids.size())));
+    CHECK(wb::minigpt::token_summary(c).find("BPE tokens (V = 512: 256 bytes + 256 merges)") !=
+          std::string::npos);
+    WB_CHECK_THROWS(ValueError,
+                    wb::minigpt::load_corpus(wb::minigpt::bundled_corpus_path(), 1000,
+                                             {wb::minigpt::TokenizerKind::bpe, 100}),
+                    "a BPE vocabulary starts with the 256 bytes", "wb::minigpt::load_corpus",
+                    "vocab_size = 100", "256");
 }

@@ -17,7 +17,8 @@ namespace wb::minigpt {
 
 std::string bundled_corpus_path() { return WB_MINIGPT_CORPUS; }
 
-Corpus load_corpus(const std::string& path, std::size_t min_tokens) {
+Corpus load_corpus(const std::string& path, std::size_t min_tokens,
+                   const TokenizerChoice& choice) {
     const std::string fn = "wb::minigpt::load_corpus";
     Corpus c;
     c.path = path;
@@ -26,18 +27,54 @@ Corpus load_corpus(const std::string& path, std::size_t min_tokens) {
         throw FileError(fn + ": " + path + " is empty (expected UTF-8 text, at least " +
                         std::to_string(min_tokens) + " characters)");
     }
+    const bool bpe = choice.kind == TokenizerKind::bpe;
+    if (bpe && choice.vocab_size < 256) {
+        throw ValueError(fn + ": vocab_size = " + std::to_string(choice.vocab_size) +
+                         ", expected at least 256 for a BPE vocabulary (the byte tokens)");
+    }
     try {
-        c.tokenizer = Tokenizer::from_text(c.text);
+        (void)utf8_decode(c.text);  // the same message for both kinds
+        c.tokenizer = bpe ? Tokenizer::bpe_from_text(c.text, choice.vocab_size)
+                          : Tokenizer::from_text(c.text);
         c.ids = c.tokenizer.encode(c.text);
     } catch (const ValueError& e) {
         throw FileError(fn + ": " + path + " is not UTF-8 text: " + e.what());
     }
     if (c.ids.size() < min_tokens) {
         throw ValueError(fn + ": " + path + " holds " + std::to_string(c.ids.size()) +
-                         " characters, expected at least " + std::to_string(min_tokens) +
+                         (bpe ? " BPE tokens" : " characters") + ", expected at least " +
+                         std::to_string(min_tokens) +
                          " (enough for a window of the context in both splits)");
     }
     return c;
+}
+
+namespace {
+
+std::string thousands(std::size_t n) {
+    std::string s = std::to_string(n);
+    for (std::size_t at = s.size(); at > 3; at -= 3) s.insert(at - 3, ",");
+    return s;
+}
+
+}  // namespace
+
+std::string token_summary(const Corpus& corpus) {
+    const std::size_t characters = utf8_decode(corpus.text).size();
+    if (corpus.tokenizer.kind() == TokenizerKind::bpe) {
+        return thousands(characters) + " characters in " + thousands(corpus.ids.size()) +
+               " BPE tokens (V = " + std::to_string(corpus.tokenizer.size()) + ": 256 bytes + " +
+               std::to_string(corpus.tokenizer.merges().size()) + " merges)";
+    }
+    return thousands(characters) + " characters, " + std::to_string(corpus.tokenizer.size()) +
+           " distinct";
+}
+
+double characters_per_token(const Tokenizer& tokenizer, const std::vector<std::int64_t>& ids) {
+    if (ids.empty()) return 1.0;
+    // A split may start or end inside a character: utf8_repair counts such a piece as one.
+    const std::size_t characters = utf8_decode(tokenizer.decode(ids)).size();
+    return static_cast<double>(characters) / static_cast<double>(ids.size());
 }
 
 Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction,

@@ -27,24 +27,48 @@ std::string bundled_corpus_path();
 struct Corpus {
     std::string path;               ///< the file it was read from
     std::string text;               ///< the whole file (UTF-8)
-    Tokenizer tokenizer;            ///< the distinct characters of text
-    std::vector<std::int64_t> ids;  ///< text encoded, one id per character
+    Tokenizer tokenizer;            ///< the distinct characters of text, or its BPE merges
+    std::vector<std::int64_t> ids;  ///< text encoded: one id per character, or per BPE token
 };
+
+/// Which vocabulary load_corpus builds (`minigpt --tokenizer char|bpe --vocab-size N`).
+struct TokenizerChoice {
+    TokenizerKind kind = TokenizerKind::characters;  ///< characters or chapter 2's BPE
+    std::size_t vocab_size = 512;                    ///< V for BPE (>= 256); unused for characters
+};
+
+/// What a corpus's tokens are, in one line: "154,469 characters, 61 distinct" or
+/// "154,469 characters in 71,346 BPE tokens (V = 512: 256 bytes + 256 merges)".
+/// @param corpus a loaded corpus
+/// @return the line
+std::string token_summary(const Corpus& corpus);
+
+/// How many characters (code points) the text of `ids` holds per token: 1 for the character
+/// tokenizer; for BPE what turns a loss per token into a loss per character
+/// (loss per character = loss per token / characters per token).
+/// @param tokenizer the vocabulary of the ids
+/// @param ids token ids, e.g. the held-out split
+/// @return characters / tokens (1 when ids is empty)
+/// @throws ValueError if an id is outside the vocabulary
+double characters_per_token(const Tokenizer& tokenizer, const std::vector<std::int64_t>& ids);
 
 /// The largest corpus load_corpus reads: 256 MiB (its ids take 8 bytes per character more).
 inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t(256) << 20;
 
-/// Reads a UTF-8 text file and tokenizes it.
+/// Reads a UTF-8 text file and tokenizes it: characters, or a BPE learned on the file.
 /// @param path the corpus file
-/// @param min_tokens the fewest characters acceptable (e.g. enough for windows of T + 1
+/// @param min_tokens the fewest tokens acceptable (e.g. enough for windows of T + 1
 ///        tokens in both splits)
+/// @param choice the vocabulary to build (characters by default)
 /// @return the text, its vocabulary and its ids
 /// @throws FileError naming the path if the file is missing, unreadable, not a regular file
 ///         (a directory, a FIFO, a device: refused before anything is read), larger than
 ///         kMaxCorpusBytes (the message states the limit), empty, or not valid UTF-8 (the
 ///         message gives the byte offset)
-/// @throws ValueError naming the path if it holds fewer than min_tokens characters
-Corpus load_corpus(const std::string& path, std::size_t min_tokens);
+/// @throws ValueError naming the path if it holds fewer than min_tokens tokens, or if
+///         choice.vocab_size < 256 for BPE
+Corpus load_corpus(const std::string& path, std::size_t min_tokens,
+                   const TokenizerChoice& choice = {});
 
 /// Token ids cut in two: the model trains on the first part and is scored on the second.
 struct Split {

@@ -49,6 +49,8 @@ struct Cli {
     std::uint64_t model_seed = 1;
     double held_out_fraction = 0.1;
     std::string corpus = bundled_corpus_path();
+    std::string tokenizer = "char";  // --tokenizer: char or bpe (chapter 2)
+    std::size_t vocab_size = 512;    // --vocab-size: V of the BPE
     std::string out = WB_MINIGPT_DEFAULT_OUT;
     std::string load;
     std::string prompt;
@@ -246,7 +248,9 @@ int run(const Cli& c) {
     const std::size_t window = c.train.context + 1;
     // Both splits need a window: the held-out part is held_out_fraction of the text.
     const auto min_tokens = static_cast<std::size_t>(double(window) / c.held_out_fraction) + 1;
-    const Corpus corpus = load_corpus(c.corpus, min_tokens);
+    const TokenizerChoice choice{
+        c.tokenizer == "bpe" ? TokenizerKind::bpe : TokenizerKind::characters, c.vocab_size};
+    const Corpus corpus = load_corpus(c.corpus, min_tokens, choice);
     check_prompt(corpus.tokenizer, c.prompt);  // check the prompt before training, not after
     const Split split = split_tokens(corpus.ids, 1.0 - c.held_out_fraction, window);
 
@@ -255,8 +259,7 @@ int run(const Cli& c) {
     model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
 
-    std::cout << "minigpt: corpus " << c.corpus << ": " << with_commas(corpus.ids.size())
-              << " characters, " << corpus.tokenizer.size() << " distinct; "
+    std::cout << "minigpt: corpus " << c.corpus << ": " << token_summary(corpus) << "; "
               << with_commas(split.train.size()) << " to train on, "
               << with_commas(split.held_out.size()) << " held out\n"
               << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
@@ -284,6 +287,13 @@ int run(const Cli& c) {
               << fmt("%.4f", result.final_eval_loss) << " in " << result.steps_done << " steps ("
               << format_duration(result.seconds) << ")"
               << (result.stopped_by_time ? ", stopped by --time-limit" : "") << '\n';
+    if (corpus.tokenizer.kind() == TokenizerKind::bpe) {
+        // Per character, to compare with --tokenizer char: a BPE token holds several.
+        const double chars = characters_per_token(corpus.tokenizer, split.held_out);
+        std::cout << "minigpt: held-out loss per character "
+                  << fmt("%.4f", result.final_eval_loss / chars) << " (" << fmt("%.3f", chars)
+                  << " characters per BPE token)\n";
+    }
 
     namespace fs = std::filesystem;
     const fs::path out_dir = fs::path(c.out).parent_path();
@@ -356,6 +366,12 @@ int main(int argc, char** argv) {
                    "OpenMP and OpenBLAS threads (0: the default), at most the hardware threads")
         ->check(integer_check(0, max_threads()));
     app.add_option("--corpus", c.corpus, "UTF-8 text file to train on");
+    app.add_option("--tokenizer", c.tokenizer,
+                   "char: one token per character; bpe: chapter 2's byte-level BPE, learned "
+                   "on the corpus (the vocabulary goes into the model file)")
+        ->check(CLI::IsMember({"char", "bpe"}));
+    app.add_option("--vocab-size", c.vocab_size, "V of the BPE vocabulary: 256 bytes + merges")
+        ->check(integer_check(256, kMaxWidth));
     app.add_option("--out", c.out, "where to save the checkpoint (the vocabulary, the loss "
                                    "log and the loss curve go beside it)");
     app.add_option("--load", c.load, "skip training: generate from this checkpoint");
@@ -402,13 +418,18 @@ int main(int argc, char** argv) {
         // Without --warmup, a short run warms up for a tenth of its steps at most.
         if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
         check_usage(c);
+        if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
+            throw UsageError("--vocab-size has no effect with --tokenizer char (it is the size "
+                             "of a BPE vocabulary); add --tokenizer bpe or leave it out");
+        }
         if (c.load.empty()) check_out(c);  // before training, not after
         if (!c.load.empty()) {
             // The model file fixes the shape and the training is over: say so, not ignore.
             for (const char* name :
                  {"--steps", "--time-limit", "--batch", "--context", "--d-model", "--heads",
                   "--layers", "--lr", "--min-lr", "--warmup", "--weight-decay", "--grad-clip",
-                  "--eval-interval", "--eval-batches", "--model-seed", "--corpus", "--out"}) {
+                  "--eval-interval", "--eval-batches", "--model-seed", "--corpus", "--out",
+                  "--tokenizer", "--vocab-size"}) {
                 if (app.count(name) > 0) {
                     throw UsageError(std::string(name) + " has no effect with --load (the model "
                                      "file fixes the model and its training); leave it out");

@@ -1,4 +1,5 @@
-// The character tokenizer: strict UTF-8 in and out, one id per code point.
+// The two tokenizers: characters (strict UTF-8 in and out, one id per code point) and
+// chapter 2's byte-level BPE.
 #include "capstone/minigpt/tokenizer.hpp"
 
 #include <algorithm>
@@ -108,8 +109,53 @@ std::string char_display(char32_t c) {
 }
 
 const char* const kVocabHeader = "wb-minigpt-vocab 1 ";
+const char* const kBpeHeader = "wb-minigpt-bpe 1\n";  // then chapter 2's bpe_serialize
+
+// Length of the valid UTF-8 sequence that starts at bytes[i] (the rules of
+// decode_with_offsets), or 0 when none starts there.
+std::size_t utf8_length_at(const std::string& bytes, std::size_t i) {
+    const auto b0 = static_cast<unsigned char>(bytes[i]);
+    if (b0 < 0x80) return 1;
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        len = 2;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        len = 3;
+        if (b0 == 0xE0) lo = 0xA0;  // below: overlong
+        if (b0 == 0xED) hi = 0x9F;  // above: surrogates
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        len = 4;
+        if (b0 == 0xF0) lo = 0x90;  // below: overlong
+        if (b0 == 0xF4) hi = 0x8F;  // above: beyond U+10FFFF
+    } else {
+        return 0;
+    }
+    if (i + len > bytes.size()) return 0;
+    for (std::size_t j = 1; j < len; ++j) {
+        const auto b = static_cast<unsigned char>(bytes[i + j]);
+        if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF)) return 0;
+    }
+    return len;
+}
 
 }  // namespace
+
+std::string utf8_repair(const std::string& bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    for (std::size_t i = 0; i < bytes.size();) {
+        const std::size_t len = utf8_length_at(bytes, i);
+        if (len == 0) {
+            out += "\xEF\xBF\xBD";  // U+FFFD for the byte that starts no character
+            ++i;
+        } else {
+            out.append(bytes, i, len);
+            i += len;
+        }
+    }
+    return out;
+}
 
 std::vector<char32_t> utf8_decode(const std::string& bytes) {
     std::vector<char32_t> out;
@@ -159,7 +205,23 @@ Tokenizer Tokenizer::from_text(const std::string& text) {
     return t;
 }
 
+Tokenizer Tokenizer::bpe_from_text(const std::string& text, std::size_t vocab_size) {
+    const std::string fn = "wb::minigpt::Tokenizer::bpe_from_text";
+    if (text.empty()) throw ValueError(fn + ": the text is empty (expected at least one character)");
+    if (vocab_size < 256) {
+        throw ValueError(fn + ": vocab_size = " + std::to_string(vocab_size) +
+                         ", expected at least 256 (the byte tokens)");
+    }
+    std::vector<char32_t> cps;
+    decode_with_offsets(fn, text, cps, nullptr);  // the model reads and writes UTF-8 only
+    Tokenizer t;
+    t.kind_ = TokenizerKind::bpe;
+    t.merges_ = bpe_train(text, vocab_size);  // chapter 2
+    return t;
+}
+
 std::string Tokenizer::serialize() const {
+    if (kind_ == TokenizerKind::bpe) return kBpeHeader + bpe_serialize(merges_);
     // Header "wb-minigpt-vocab 1 <count>\n", then the characters in id order, concatenated
     // (a newline is a character like any other, so no separator is needed).
     return kVocabHeader + std::to_string(chars_.size()) + "\n" + utf8_encode(chars_);
@@ -167,12 +229,24 @@ std::string Tokenizer::serialize() const {
 
 Tokenizer Tokenizer::deserialize(const std::string& data) {
     const std::string fn = "wb::minigpt::Tokenizer::deserialize";
+    const std::string bpe_header = kBpeHeader;
+    if (data.compare(0, bpe_header.size(), bpe_header) == 0) {
+        // The size of `data` is bounded by the model file's header; chapter 2 bounds the rest.
+        Tokenizer t;
+        t.kind_ = TokenizerKind::bpe;
+        try {
+            t.merges_ = bpe_deserialize(data.substr(bpe_header.size()));
+        } catch (const ValueError& e) {
+            throw ValueError(fn + ": a BPE vocabulary that cannot be read: " + e.what());
+        }
+        return t;
+    }
     const std::string header = kVocabHeader;
     const auto newline = data.find('\n');
     if (data.compare(0, header.size(), header) != 0 || newline == std::string::npos ||
         newline <= header.size()) {
         throw ValueError(fn + ": not a vocabulary (expected a first line \"" + header +
-                         "<count>\")");
+                         "<count>\" or \"wb-minigpt-bpe 1\")");
     }
     const std::string count_text = data.substr(header.size(), newline - header.size());
     if (count_text.size() > 9 ||
@@ -206,6 +280,7 @@ std::vector<std::int64_t> Tokenizer::encode(const std::string& text) const {
     std::vector<char32_t> cps;
     std::vector<std::size_t> offsets;
     decode_with_offsets(fn, text, cps, &offsets);
+    if (kind_ == TokenizerKind::bpe) return bpe_encode(text, merges_);  // chapter 2
     std::vector<std::int64_t> ids(cps.size());
     for (std::size_t i = 0; i < cps.size(); ++i) {
         const auto it = std::lower_bound(chars_.begin(), chars_.end(), cps[i]);
@@ -221,18 +296,25 @@ std::vector<std::int64_t> Tokenizer::encode(const std::string& text) const {
 }
 
 std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) const {
-    std::vector<char32_t> cps(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || static_cast<std::uint64_t>(ids[i]) >= chars_.size()) {
+        if (ids[i] < 0 || static_cast<std::uint64_t>(ids[i]) >= size()) {
             throw ValueError("wb::minigpt::Tokenizer::decode: id " + std::to_string(ids[i]) +
                              " at position " + std::to_string(i) + " is outside [0, " +
-                             std::to_string(chars_.size()) + ")");
+                             std::to_string(size()) + ")");
         }
-        cps[i] = chars_[static_cast<std::size_t>(ids[i])];
     }
+    if (kind_ == TokenizerKind::bpe) return utf8_repair(bpe_decode(ids, merges_));  // chapter 2
+    std::vector<char32_t> cps(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) cps[i] = chars_[static_cast<std::size_t>(ids[i])];
     return utf8_encode(cps);
 }
 
-std::size_t Tokenizer::size() const { return chars_.size(); }
+std::size_t Tokenizer::size() const {
+    return kind_ == TokenizerKind::bpe ? 256 + merges_.size() : chars_.size();
+}
+
+TokenizerKind Tokenizer::kind() const { return kind_; }
+
+const std::vector<BpeMerge>& Tokenizer::merges() const { return merges_; }
 
 }  // namespace wb::minigpt

@@ -1,11 +1,15 @@
 /// @file tokenizer.hpp
-/// @brief A character tokenizer that reads UTF-8: one token per Unicode code point, so a
-/// Chinese character is one token, not three bytes.
+/// @brief The program's two tokenizers of UTF-8 text: characters (one token per Unicode code
+/// point, so a Chinese character is one token, not three bytes) and chapter 2's byte-level BPE
+/// (bpe_train, bpe_encode, bpe_decode: the learner's own, once chapter 2 passes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "2-embedding/bpe.hpp"
 
 namespace wb::minigpt {
 
@@ -21,35 +25,71 @@ std::vector<char32_t> utf8_decode(const std::string& bytes);
 /// @throws ValueError if a code point is a surrogate or above U+10FFFF
 std::string utf8_encode(const std::vector<char32_t>& code_points);
 
-/// The vocabulary: the distinct code points of a text, sorted, id = rank.
+/// Makes bytes showable as text: every valid UTF-8 sequence is kept, every byte that starts
+/// none is replaced by U+FFFD (the replacement character). Valid UTF-8 comes back unchanged.
+/// A BPE model may generate a token that ends in the middle of a character; this is what the
+/// text then shows.
+/// @param bytes any bytes
+/// @return valid UTF-8
+std::string utf8_repair(const std::string& bytes);
+
+/// The kinds of vocabulary (`minigpt --tokenizer char|bpe`).
+enum class TokenizerKind {
+    characters,  ///< one token per distinct code point of the training text
+    bpe,         ///< chapter 2's byte-level BPE: 256 byte tokens and the learned merges
+};
+
+/// The vocabulary: either the distinct code points of a text, sorted, id = rank; or the 256
+/// bytes and the merges of chapter 2's BPE, id = 256 + rank of the merge.
 class Tokenizer {
 public:
-    /// The vocabulary of `text` (UTF-8).
+    /// The character vocabulary of `text` (UTF-8).
     /// @throws ValueError if text is empty or not valid UTF-8
     static Tokenizer from_text(const std::string& text);
 
-    /// Reads the form written by serialize().
+    /// A byte-level BPE vocabulary learned on `text` with chapter 2's wb::bpe_train.
+    /// @param text the training text (UTF-8)
+    /// @param vocab_size V wanted, >= 256 (fewer when no pair of the text repeats any more)
+    /// @throws ValueError naming "wb::minigpt::Tokenizer::bpe_from_text" if text is empty or not
+    ///         valid UTF-8, or vocab_size < 256
+    /// @throws NotImplemented if chapter 2's BPE is still the stub
+    static Tokenizer bpe_from_text(const std::string& text, std::size_t vocab_size);
+
+    /// Reads the form written by serialize(): either kind; the character form is the one
+    /// earlier versions of the program wrote, read as before.
     /// @throws ValueError naming "wb::minigpt::Tokenizer::deserialize" if the data is not a
-    ///         vocabulary (bad header, not UTF-8, duplicate or unsorted entries, empty)
+    ///         vocabulary (bad header, not UTF-8, duplicate or unsorted entries, empty; for BPE
+    ///         anything wb::bpe_deserialize refuses)
     static Tokenizer deserialize(const std::string& data);
 
-    /// A text form of the vocabulary (a header line, then the characters as UTF-8).
+    /// A text form of the vocabulary. Characters: a header line `wb-minigpt-vocab 1 <count>`,
+    /// then the characters as UTF-8. BPE: a line `wb-minigpt-bpe 1`, then wb::bpe_serialize.
     std::string serialize() const;
 
     /// Ids of `text`.
-    /// @throws ValueError naming the character and its byte offset if it is not in the
-    ///         vocabulary, or if text is not valid UTF-8
+    /// @throws ValueError if text is not valid UTF-8 (the message gives the byte offset), or,
+    ///         for characters, naming the character and its byte offset if it is not in the
+    ///         vocabulary (BPE encodes every text)
     std::vector<std::int64_t> encode(const std::string& text) const;
 
-    /// Text of `ids`.
+    /// Text of `ids`. For BPE the bytes of the tokens, made valid UTF-8 by utf8_repair (a
+    /// list of ids cut from a longer text may end inside a character).
     /// @throws ValueError if an id is outside [0, size())
     std::string decode(const std::vector<std::int64_t>& ids) const;
 
-    /// Number of distinct characters (the model's V).
+    /// The model's V: distinct characters, or 256 + the number of merges.
     std::size_t size() const;
 
+    /// Characters or BPE.
+    TokenizerKind kind() const;
+
+    /// The merges of a BPE vocabulary, in the order learned (empty for characters).
+    const std::vector<BpeMerge>& merges() const;
+
 private:
-    std::vector<char32_t> chars_;  // sorted, distinct
+    TokenizerKind kind_ = TokenizerKind::characters;
+    std::vector<char32_t> chars_;   // characters: sorted, distinct
+    std::vector<BpeMerge> merges_;  // bpe: chapter 2's merges, token 256 + r is merge r
 };
 
 /// @}
