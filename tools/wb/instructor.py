@@ -12,7 +12,7 @@ from pathlib import Path
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
-from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, run_checks,
+from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, relative, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
 
@@ -140,6 +140,9 @@ def cmd_mutants(args):
             print(f"{m.folder:<14} {m.name:<32} {m.mistake}")
         return 0
 
+    if not any((ROOT / "solutions").glob("*/*.cpp")):
+        raise WorkbookError("the mistakes are edits of the reference sources (solutions/), which "
+                            "this tree does not have (a class handout?)")
     configure(build_dir, WB_REFERENCE="all", **{"WB_IMPL_DIR_*": None})
     course = load_course(build_dir)
     labels = course.labels
@@ -318,19 +321,71 @@ def write_grade_markdown(path, report):
     os.replace(tmp, path)
 
 
-def cmd_grade(args):
-    if not Path(args.tree).is_dir():
-        raise WorkbookError(f"--tree {Path(args.tree).resolve()}: no such folder")
-    build_dir = Path(args.build_dir)
+def extra_tests_dir(path, course):
+    """The instructor's own checks: DIR/<chapter folder>/*.cpp (the folders named as in tests/),
+    checked before CMake sees them."""
+    extra = Path(path).resolve()
+    if not extra.is_dir():
+        raise WorkbookError(f"--extra-tests {extra}: no such folder")
+    folders = {c.folder for c in course.chapters}
+    loose = sorted(p.name for p in extra.glob("*.cpp"))
+    if loose:
+        raise WorkbookError(f"--extra-tests {extra}: {', '.join(loose)} is in no chapter's folder; "
+                            "put each file in the folder of its chapter, named as in tests/ "
+                            f"(e.g. {extra / course.chapters[0].folder})")
+    unknown = sorted(p.name for p in extra.iterdir() if p.is_dir() and p.name not in folders)
+    if unknown:
+        raise WorkbookError(f"--extra-tests {extra}: no chapter has the folder "
+                            f"{', '.join(unknown)}; known: {', '.join(sorted(folders))}")
+    if not list(extra.glob("*/*.cpp")):
+        raise WorkbookError(f"--extra-tests {extra}: no <chapter folder>/*.cpp in it")
+    return extra
+
+
+EXPRESSION = re.compile(r"^(?:REQUIRE|CHECK|REQUIRE_FALSE|CHECK_FALSE|REQUIRE_THAT|CHECK_THAT|"
+                        r"REQUIRE_NOTHROW|CHECK_NOTHROW|REQUIRE_THROWS\w*|CHECK_THROWS\w*)\( .*\)$")
+
+
+def readable_lines(check, hidden):
+    """What a student reads of a failing check: its message and hint, the crash explained; no
+    assertion's source text (a REQUIRE( ... ) line gives way to its values), no traceback, and
+    no location inside HIDDEN (the instructor's own checks)."""
+    lines = []
+    forms = [str(hidden), relative(str(hidden))] if hidden else []  # absolute, or in the repo
+    for line in failure_lines(check):
+        form = next((f for f in forms if f in line), None)
+        if form:
+            if line.startswith("at "):
+                continue  # where an instructor's check is: theirs to know
+            line = line.replace(form + os.sep, "")
+        if EXPRESSION.match(line):
+            line = "a check failed"
+        elif line.startswith("with expansion: "):
+            line = "values: " + line[len("with expansion: "):]
+        lines.append(line)
+    return lines
+
+
+def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=print):
+    """Builds TREE (a copy of the repository or its chapters/ folder) in BUILD_DIR, runs the
+    checks of the chapters ONLY (default: all; the others come from the reference) and returns
+    the report: {tree, chapters: [{label, source, passed, checks, note, compiled}], passed, total,
+    complete, percent}. EXTRA, a folder of the instructor's checks, is compiled in too."""
+    if not Path(tree).is_dir():
+        raise WorkbookError(f"--tree {Path(tree).resolve()}: no such folder")
+    build_dir = Path(build_dir)
     # The course first (a plain configure), then the student's folders in place of the stubs.
     (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
     # Unset the previous tree's folders first: that tree may be gone, and CMake would refuse it.
-    configure(build_dir, **{"WB_IMPL_DIR_*": None})
+    configure(build_dir, **{"WB_IMPL_DIR_*": None, "WB_EXTRA_TESTS": None})
     course = load_course(build_dir)
-    student = student_chapters_dir(args.tree, [c.folder for c in course.chapters])
+    student = student_chapters_dir(tree, [c.folder for c in course.chapters])
     tree_root = student.parent if student.name == "chapters" else student
-    graded = [course.find(c).label for c in args.only] if args.only else course.labels
+    graded = [course.find(c).label for c in only] if only else course.labels
     variables = {"WB_REFERENCE": ";".join(l for l in course.labels if l not in graded) or "none"}
+    if extra:
+        extra = extra_tests_dir(extra, course)
+        variables["WB_EXTRA_TESTS"] = extra
     notes = {}
     for chapter in course.chapters:
         source = student / chapter.folder
@@ -352,7 +407,7 @@ def cmd_grade(args):
                 continue
         return str(path)
 
-    print(f"grading {student} in {build_dir} ...", flush=True)
+    say(f"grading {student} in {build_dir} ...")
     configure(build_dir, **variables)
     course = load_course(build_dir)
     expected = check_counts(build_dir)
@@ -363,21 +418,25 @@ def cmd_grade(args):
             continue
         # A test program left from an earlier grade must not stand in for one that fails to build.
         (build_dir / f"test_{label}").unlink(missing_ok=True)
-        print(f"  building and checking {label} ...", flush=True)
-        ok, log = build_target(build_dir, chapter.target, args.jobs)
+        say(f"  building and checking {label} ...")
+        ok, log = build_target(build_dir, chapter.target, jobs)
         note = notes.get(label, "")
         if ok:
-            outcome = run_checks(build_dir, label, args.jobs, args.timeout)
+            outcome = run_checks(build_dir, label, jobs, timeout)
         else:
             outcome = Outcome([], compiled=False, build_log=log[-20000:], time=time.time())
             where, lines = first_error(log, [shown(variables[f"WB_IMPL_DIR_{label}"]),
                                              f"chapters/{chapter.folder}"])
             error = next((l for l in lines if "error" in l), lines[0] if lines else "")
+            if extra and str(extra) in error:
+                # The instructor's check itself does not compile: theirs to fix, not the student's.
+                say(f"  {label}: an extra check does not compile: {error.strip()}")
+                where, error = "", "an instructor's check does not compile (the grader is told)"
             note = (note + "; " if note else "") + "does not compile: " + (
                 where + ": " if where else "") + error.strip()[:200]
         save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
         checks = [{"name": short_name(c.name), "passed": c.passed,
-                   "lines": [] if c.passed else failure_lines(c)} for c in outcome.checks]
+                   "lines": [] if c.passed else readable_lines(c, extra)} for c in outcome.checks]
         if not checks:
             n = expected.get(label) or 1
             checks = [{"name": f"(check {i + 1}: not built)", "passed": False,
@@ -400,24 +459,39 @@ def cmd_grade(args):
             note = "not started (every check: is not implemented yet)"
         report["chapters"].append({"label": label,
                                    "source": shown(variables[f"WB_IMPL_DIR_{label}"]),
-                                   "passed": passed, "checks": checks, "note": note})
+                                   "passed": passed, "checks": checks, "note": note,
+                                   "compiled": ok})
         report["passed"] += passed
         report["total"] += len(checks)
     report["percent"] = 100 * report["passed"] / report["total"] if report["total"] else 0
+    return report
+
+
+def print_report(report, verbose=False, lines=4):
     for ch in report["chapters"]:
         print(f"\n{ch['label']:<9} {ch['passed']:3d}/{len(ch['checks']):<3d} passed"
               + (f"  {ch['note']}" if ch["note"] else ""))
-        if ch["note"].startswith(("does not compile", "not started")) and not args.verbose:
+        if ch["note"].startswith(("does not compile", "not started")) and not verbose:
             continue  # one line says it all
         for c in ch["checks"]:
-            if c["passed"] and not args.verbose:
+            if c["passed"] and not verbose:
                 continue
             print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}")
-            for line in c["lines"][:args.lines]:
+            for line in c["lines"][:lines]:
                 print(f"         {line}")
     print(f"\nscore: {report['passed']}/{report['total']} checks ({report['percent']:.0f}%), "
           f"{report['complete']}/{len(report['chapters'])} chapters complete  "
           f"{progress_bar(report['passed'], report['total'])}")
+
+
+def cmd_grade(args):
+    if args.class_dir:
+        from .classreport import grade_class
+        return grade_class(args)
+    build_dir = Path(args.build_dir or ROOT / "build" / "grade")
+    report = grade_tree(args.tree, build_dir, args.only, args.jobs, args.timeout,
+                        args.extra_tests, say=lambda text: print(text, flush=True))
+    print_report(report, args.verbose, args.lines)
     if args.junit:
         write_grade_junit(args.junit, report)
         print(f"wrote {args.junit}")

@@ -12,13 +12,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from wb import cli  # noqa: E402
 
 VERBS = ["use", "status", "check", "watch", "next", "hint", "grade", "bench", "verify-stubs",
-         "mutants", "guides"]
+         "mutants", "guides", "handout"]
 
 
 class Cli(unittest.TestCase):
     def test_every_module_imports(self):
         for name in ("common", "course", "results", "hints", "screen", "learner", "instructor",
-                     "bench", "cli"):
+                     "bench", "cli", "handout", "classreport"):
             importlib.import_module(f"wb.{name}")
 
     def test_every_verb_has_its_help(self):
