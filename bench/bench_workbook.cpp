@@ -39,6 +39,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -493,6 +495,31 @@ void add_capstone() {
     }
 }
 
+// ---- chapter 2: training the byte-level BPE on the bundled corpus ------------------------------
+// The corpus is found from this file's path (bench/ beside chapters/); 154,469 bytes, so V = 512
+// takes 256 merges. The bar: under 0.5 s on 1 core.
+void add_chapter2() {
+    const std::string path = std::filesystem::path(__FILE__).parent_path().parent_path() /
+                             "chapters/capstone/minigpt/data/shakespeare.txt";
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto corpus = std::make_shared<std::string>(text.str());
+    if (corpus->empty()) {
+        std::fprintf(stderr, "bench_workbook: %s not found: chapter 2's BPE is not timed\n",
+                     path.c_str());
+        return;
+    }
+    Case c = make_case("chapter2", "bpe_train", "shakespeare_V512");
+    c.tol = 0;  // the merges are ids: equal or wrong
+    c.compute = [corpus](const Kernels& k) {
+        const std::vector<std::int64_t> merges = k.bpe_train(*corpus, 512);
+        return Flat(merges.begin(), merges.end());  // ids below 512: exact as floats
+    };
+    c.call = [corpus](const Kernels& k) { benchmark::DoNotOptimize(k.bpe_train(*corpus, 512)); };
+    cases().push_back(c);
+}
+
 // ---- chapter 9: decoding with and without the KV cache ---------------------------------------
 // The mini-GPT of the capstone (V = 96, D = 128, H = 4, L = 4) with a 512-token context: the
 // next token's logits from decode_step on a cache of 511 positions, against gpt_logits
@@ -600,6 +627,7 @@ int main(int argc, char** argv) {
         listing = listing || std::string(argv[i]).rfind("--benchmark_list_tests", 0) == 0;
     add_peak_rows();
     add_chapter1();
+    add_chapter2();
     add_readable_attention();
     add_capstone();
     add_decode();

@@ -2,6 +2,7 @@
 #include "kernels.hpp"
 
 #include "1-tensors/tensors.hpp"
+#include "2-embedding/bpe.hpp"
 #include "4-sdpa/sdpa.hpp"
 #include "5-mha/mha.hpp"
 #include "6-masks/masks.hpp"
@@ -45,6 +46,16 @@ void attention_backward_raw(std::size_t B, std::size_t H, std::size_t T, std::si
     wb::attention_backward(wb::AttentionShape{B, H, T, d}, q, k, v, out, lse, dout, dq, dk, dv);
 }
 
+// wb::BpeMerge lives in the implementation's namespace: the table returns plain ids.
+std::vector<std::int64_t> bpe_train_flat(const std::string& corpus, std::size_t vocab_size) {
+    std::vector<std::int64_t> flat;
+    for (const auto& m : wb::bpe_train(corpus, vocab_size)) {
+        flat.push_back(m.left);
+        flat.push_back(m.right);
+    }
+    return flat;
+}
+
 }  // namespace
 
 const Kernels& WB_GLUE(kernels_, WB_IMPL)() {
@@ -60,7 +71,8 @@ const Kernels& WB_GLUE(kernels_, WB_IMPL)() {
                                &wb::gpt_logits,
                                &wb::make_kv_cache,
                                &wb::prefill,
-                               &wb::decode_step};
+                               &wb::decode_step,
+                               &bpe_train_flat};
     return table;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "8-training/model.hpp"
@@ -48,6 +49,8 @@ struct Kernels {
                               const wb::TokenIds&, wb::KvCache&);
     wb::Mat<float> (*decode_step)(const wb::GptParams<float>&, const wb::GptConfig&,
                                   const std::vector<std::int64_t>&, wb::KvCache&);
+    // chapter 2: bpe_train(corpus, vocab_size), the merges flattened to left0, right0, left1, …
+    std::vector<std::int64_t> (*bpe_train)(const std::string& corpus, std::size_t vocab_size);
 };
 
 const Kernels& kernels_impl();       ///< the selected implementation: yours, or the reference
