@@ -1,4 +1,5 @@
 #include "check.hpp"
+#include "forward_double.hpp"
 #include "9-kv-cache/kv_cache.hpp"
 #include "8-training/layers.hpp"
 #include "8-training/model.hpp"
@@ -67,7 +68,8 @@ double max_abs(const E& c) {
     return m;
 }
 
-// ---- layer 0 by hand: plain loops over the weights, independent of every chapter's code ----
+// ---- layer 0 by hand: the plain loops of tests/support/forward_double.hpp (test code,
+// independent of every chapter's), in float ----
 
 // x = wte[id] + wpe[t] (learned positions) or wte[id] alone (RoPE): rows b·T + t, [B·T, D].
 wb::Mat<float> embedded(const wb::GptParams<float>& p, const wb::TokenIds& ids) {
@@ -82,68 +84,30 @@ wb::Mat<float> embedded(const wb::GptParams<float>& p, const wb::TokenIds& ids) 
     return x;
 }
 
-// LayerNorm of every row, in double: mean and biased variance over D, eps inside the root.
-wb::Mat<float> layer_norm_rows(const wb::Mat<float>& x, const wb::Vec<float>& g,
-                               const wb::Vec<float>& beta) {
-    const std::size_t N = x.shape(0), D = x.shape(1);
-    wb::Mat<float> y = wb::Mat<float>::from_shape({N, D});
-    for (std::size_t r = 0; r < N; ++r) {
-        double mean = 0.0, var = 0.0;
-        for (std::size_t j = 0; j < D; ++j) mean += x(r, j);
-        mean /= static_cast<double>(D);
-        for (std::size_t j = 0; j < D; ++j) var += (x(r, j) - mean) * (x(r, j) - mean);
-        var /= static_cast<double>(D);
-        const double rstd = 1.0 / std::sqrt(var + wb::kGptLayerNormEps);
-        for (std::size_t j = 0; j < D; ++j)
-            y(r, j) = static_cast<float>((x(r, j) - mean) * rstd * g(j) + beta(j));
-    }
-    return y;
+// Layer 0's LN1 of the rows, then the projection (w, b): [B·T, D].
+wb::Mat<float> layer0_projection(const wb::GptParams<float>& p, const wb::Mat<float>& x,
+                                 const wb::Mat<float>& w, const wb::Vec<float>& b) {
+    const wb::Mat<float> ln1 = wbtest::layer_norm_forward<float>(
+        x, p.blocks[0].ln1_g, p.blocks[0].ln1_b, static_cast<float>(wb::kGptLayerNormEps));
+    return wbtest::linear_forward<float>(ln1, w, b);
 }
 
-// y = x wᵀ + b, in double: w [out, in].
-wb::Mat<float> linear_rows(const wb::Mat<float>& x, const wb::Mat<float>& w,
-                           const wb::Vec<float>& b) {
-    const std::size_t N = x.shape(0), out = w.shape(0), in = w.shape(1);
-    wb::Mat<float> y = wb::Mat<float>::from_shape({N, out});
-    for (std::size_t r = 0; r < N; ++r)
-        for (std::size_t o = 0; o < out; ++o) {
-            double acc = b(o);
-            for (std::size_t i = 0; i < in; ++i) acc += double(x(r, i)) * w(o, i);
-            y(r, o) = static_cast<float>(acc);
-        }
-    return y;
-}
-
-// RoPE by hand on rows [B·T, D]: token t (its position) turns pair i of every head by t·θ_i,
-// θ_i = 10000^(-2i/d), (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos). Angles in double.
-wb::Mat<float> rotate_rows(const wb::Mat<float>& m, std::size_t B, std::size_t T,
-                           const wb::GptConfig& c) {
+// Rows [B·T, D] as heads [B, H, T, d]: column h·d + e of row b·T + t is (b, h, t, e).
+wb::Cube<float> heads_of(const wb::Mat<float>& m, std::size_t B, std::size_t T,
+                         const wb::GptConfig& c) {
     const std::size_t d = c.D / c.H;
-    wb::Mat<float> out = m;
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < T; ++t)
-            for (std::size_t h = 0; h < c.H; ++h)
-                for (std::size_t i = 0; i < d / 2; ++i) {
-                    const double theta = std::pow(10000.0, -2.0 * double(i) / double(d));
-                    const double a = double(t) * theta;
-                    const std::size_t j0 = h * d + 2 * i, r = b * T + t;
-                    const double x0 = m(r, j0), x1 = m(r, j0 + 1);
-                    out(r, j0) = static_cast<float>(x0 * std::cos(a) - x1 * std::sin(a));
-                    out(r, j0 + 1) = static_cast<float>(x0 * std::sin(a) + x1 * std::cos(a));
-                }
-    return out;
-}
-
-// Rows [B·T, D] laid out as a cache [B, H, T_max, d]: column h·d + e of row b·T + t goes to
-// (b, h, t, e); positions [T, T_max) stay zero.
-wb::Cube<float> heads_in_cache(const wb::Mat<float>& m, std::size_t B, std::size_t T,
-                               const wb::GptConfig& c) {
-    const std::size_t d = c.D / c.H;
-    wb::Cube<float> out = xt::zeros<float>({B, c.H, c.T_max, d});
+    wb::Cube<float> out = wb::Cube<float>::from_shape({B, c.H, T, d});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < T; ++t)
             for (std::size_t h = 0; h < c.H; ++h)
                 for (std::size_t e = 0; e < d; ++e) out(b, h, t, e) = m(b * T + t, h * d + e);
+    return out;
+}
+
+// Heads [B, H, T, d] in a cache's layout [B, H, T_max, d]: positions [T, T_max) stay zero.
+wb::Cube<float> in_cache(const wb::Cube<float>& heads, const wb::GptConfig& c) {
+    wb::Cube<float> out = xt::zeros<float>({heads.shape(0), c.H, c.T_max, heads.shape(3)});
+    xt::view(out, xt::all(), xt::all(), xt::range(0, heads.shape(2)), xt::all()) = heads;
     return out;
 }
 
@@ -355,15 +319,17 @@ TEST_CASE("with RoPE, layer 0's cache holds the keys after the rotation, each at
     // Layer 0's keys of positions 0..5 by hand: k = LN1(wte[id]) w_kᵀ + b_k, then each token
     // turned by its position t; the values are not rotated.
     const std::size_t B = 2, T = 6;
-    const wb::Mat<float> ln1 = layer_norm_rows(embedded(p, prefix(ids, T)), p.blocks[0].ln1_g,
-                                               p.blocks[0].ln1_b);
-    const wb::Mat<float> k = linear_rows(ln1, p.blocks[0].w_k, p.blocks[0].b_k);  // [B·T, D]
-    const wb::Mat<float> v = linear_rows(ln1, p.blocks[0].w_v, p.blocks[0].b_v);
-    WB_CHECK_CLOSE(cache.k[0], heads_in_cache(rotate_rows(k, B, T, c), B, T, c), kTol,
+    const wb::Mat<float> x = embedded(p, prefix(ids, T));  // [B·T, D], no position table
+    const wb::Cube<float> k =
+        heads_of(layer0_projection(p, x, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c);
+    const wb::Cube<float> v =
+        heads_of(layer0_projection(p, x, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c);
+    const wb::Cube<float> k_rotated = wbtest::rope_forward<float>(k, 0, wb::kRopeBase);
+    WB_CHECK_CLOSE(cache.k[0], in_cache(k_rotated, c), kTol,
                    "cache.k[0] at [b, h, t, :] must be layer 0's key of token t AFTER RoPE at "
                    "position t (written rotated once, by the step that computed it): not the key "
                    "before the rotation, not rotated with offset 0");
-    WB_CHECK_CLOSE(cache.v[0], heads_in_cache(v, B, T, c), kTol,
+    WB_CHECK_CLOSE(cache.v[0], in_cache(v, c), kTol,
                    "cache.v[0] holds layer 0's values, never rotated (RoPE turns q and k only)");
 }
 
@@ -397,11 +363,10 @@ TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and 
     // x = wte[id] + wpe[t];  k = LN1(x) w_kᵀ + b_k;  head h is columns [h·d, (h+1)·d).
     const std::size_t B = 2, T = 4;
     const wb::Mat<float> x = embedded(p, prompt);  // [B·T, D]
-    const wb::Mat<float> ln1 = layer_norm_rows(x, p.blocks[0].ln1_g, p.blocks[0].ln1_b);
     const wb::Cube<float> k_expected =
-        heads_in_cache(linear_rows(ln1, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c);
+        in_cache(heads_of(layer0_projection(p, x, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c), c);
     const wb::Cube<float> v_expected =
-        heads_in_cache(linear_rows(ln1, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c);
+        in_cache(heads_of(layer0_projection(p, x, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c), c);
     WB_CHECK_CLOSE(cache.k[0], k_expected, kTol,
                    "cache.k[0] must hold layer 0's keys at [b, h, t, :]: did layer 1 overwrite "
                    "layer 0's cache (one cache shared by all layers), or are the heads laid out "
