@@ -157,7 +157,10 @@ def cmd_mutants(args):
             continue
         work = scratch / folder
         shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(ROOT / "solutions" / folder, work)
+        # Fresh time stamps (shutil.copy, not copytree's copy2): objects left in the build folder
+        # by an earlier run's last mutant are newer than the reference's own dates, and would
+        # otherwise be linked as if they were this copy.
+        shutil.copytree(ROOT / "solutions" / folder, work, copy_function=shutil.copy)
         configure(build_dir, **{f"WB_IMPL_DIR_{label}": work.resolve()})
         reference = {path.name: path.read_text()
                      for path in sorted((ROOT / "solutions" / folder).glob("*.cpp"))}
