@@ -1,6 +1,6 @@
 /// @file model.hpp
-/// @brief Chapter 8 — the GPT assembled from the chapter's layers: parameters, forward with
-/// loss, backward, zero_grad.
+/// @brief Chapter 8 — the GPT assembled from chapters 1–7: parameters, forward with loss,
+/// backward (the backwards of layers.hpp), zero_grad.
 ///
 /// The notes' §14 (the last hidden state, after the final normalisation, is projected onto the
 /// vocabulary: logits), §15 (training sees the whole true sequence at once; inputs and
@@ -12,9 +12,11 @@
 /// d = D / H, L blocks, V vocabulary size, N = B·T rows once batch and time are flattened
 /// (row `b·T + t` is token t of sequence b). Weights use PyTorch's `[out, in]` layout.
 ///
-/// Everything is a template over the scalar type T (`float` to train, `double` for the
-/// gradient checks); only those two are instantiated. Inside the templates T is the scalar
-/// type, so the code calls the sequence length something else.
+/// The model's forward and backward run in float, like the chapters they are made of. The
+/// parameter helpers (init_gpt, zeros_like, parameters, zero_grad) are templates over the
+/// scalar type T (`float` to train, `double` for the gradient checks); only those two are
+/// instantiated. Inside the templates T is the scalar type, so the code calls the sequence
+/// length something else.
 #pragma once
 
 #include <algorithm>
@@ -33,8 +35,6 @@ namespace wb {
 /// @addtogroup chapter8
 /// @{
 
-/// The shape of a GPT: what must be saved next to the weights (§21.9), because the weights
-/// alone do not say how many heads they are split into.
 /// How the model knows where a token is (chapter 3).
 enum class Positions {
     learned,  ///< GPT-2: a trained table `wpe [T_max, D]` added to the token embeddings
