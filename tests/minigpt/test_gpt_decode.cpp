@@ -101,6 +101,45 @@ TEST_CASE("GptDecoder's logits match chapter 9's decode_step at every position",
     CHECK(decoder.length() == c.T_max);
 }
 
+TEST_CASE("GptDecoder equals chapter 8's gpt_logits at several prompt lengths, learned and "
+          "RoPE", "[minigpt]") {
+    // The decoder's logits after a prefill of n tokens, then after each decode step, against
+    // row t of chapter 8's full forward wb::gpt_logits on the same tokens: with RoPE, position
+    // t's q and k must be turned by t's angles whether they come from the prefill or a step
+    // (a decoder that restarted its positions at 0, or forgot to turn the cached keys, is off
+    // by far more than rounding). Head widths 12 and 16, a T_max of 64 for large angles.
+    for (const wb::Positions positions : {wb::Positions::learned, wb::Positions::rope}) {
+        for (const GptConfig c0 : {GptConfig{29, 40, 48, 4, 2}, GptConfig{23, 64, 32, 2, 2}}) {
+            GptConfig c = c0;
+            c.positions = positions;
+            INFO("config " << wb::config_str(c));
+            const GptParams<float> params = random_model(c, 13);
+            const auto tokens = random_prompt(c.T_max, c.V, 17);
+            wb::TokenIds all = wb::TokenIds::from_shape({1, c.T_max});
+            std::copy(tokens.begin(), tokens.end(), all.begin());
+            const wb::Mat<float> expected = wb::gpt_logits(params, c, all);  // [T_max, V]
+            GptDecoder decoder(params, c);
+            for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{7}, c.T_max - 5,
+                                  c.T_max}) {
+                INFO("prefill of " << n << " tokens");
+                const float* logits = decoder.prefill({tokens.begin(), tokens.begin() + n});
+                for (std::size_t t = n - 1;; ++t) {
+                    INFO("position " << t);
+                    double scale = 0, worst = 0;
+                    for (std::size_t v = 0; v < c.V; ++v) {
+                        scale = std::max(scale, double(std::fabs(expected(t, v))));
+                        worst = std::max(worst, double(std::fabs(logits[v] - expected(t, v))));
+                    }
+                    INFO("largest difference " << worst << " of logits up to " << scale);
+                    CHECK(worst <= 1e-4 * (1.0 + scale));
+                    if (t + 1 == c.T_max || t + 1 >= n + 4) break;  // 4 steps after the prefill
+                    logits = decoder.step(tokens[t + 1]);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("GptDecoder gives the same bits for 1, 2 and 3 threads", "[minigpt]") {
     ThreadCount restore;
     const GptConfig c{50, 64, 96, 6, 2};

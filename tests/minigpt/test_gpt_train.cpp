@@ -13,7 +13,7 @@
 #include "8-training/model.hpp"
 #include "random_model.hpp"
 
-// Checks of the fast training step, wb::minigpt::GptTrainer.
+// Checks of the fast training step, wb::minigpt::GptTrainer, with learned positions and RoPE.
 //
 // Expected values come from chapter 8's readable model, wb::gpt_forward / wb::gpt_backward:
 // the same network written with xtensor and the full T × T attention weights, sharing no code
@@ -123,6 +123,64 @@ TEST_CASE("GptTrainer's loss and gradients equal chapter 8's gpt_forward and gpt
     }
 }
 
+TEST_CASE("GptTrainer with RoPE: its loss and gradients equal chapter 8's", "[gpt_train]") {
+    // RoPE turns q and k inside every layer; the trainer turns them from its tables and turns
+    // dq, dk back. Head widths 2 (one pair), 4, 6 and 8; T = T_max and T < T_max; T = 1 (the
+    // angle 0: no turn at all); ignored targets. Longer sequences reach larger angles, where a
+    // sign error in the backward's turn gives a clearly wrong gradient of w_q and w_k.
+    struct Case {
+        GptConfig config;
+        std::size_t B, T;
+        bool ignored;
+    };
+    const wb::Positions rope = wb::Positions::rope;
+    const std::vector<Case> cases = {
+        {{11, 8, 12, 3, 2, rope}, 2, 8, false}, {{11, 8, 12, 3, 2, rope}, 3, 5, true},
+        {{7, 6, 8, 4, 1, rope}, 1, 6, true},    {{9, 4, 8, 1, 2, rope}, 4, 1, false},
+        {{13, 40, 24, 4, 2, rope}, 2, 40, true}, {{5, 32, 16, 2, 2, rope}, 3, 32, true}};
+    unsigned seed = 50;
+    for (const Case& k : cases) {
+        const std::string where = "config " + wb::config_str(k.config) + ", batch [B, T] = " +
+                                  wb::shape_str(wb::Shape{k.B, k.T});
+        const GptParams<float> params = random_model(k.config, seed);
+        REQUIRE(params.wpe.shape(0) == 0);  // RoPE: no position table
+        GptTrainer trainer(k.config, k.B, k.T);
+        for (int step = 0; step < 2; ++step, ++seed) {
+            const wb::TokenIds in = random_ids(k.B, k.T, k.config.V, 10 * seed, false);
+            const wb::TokenIds tg = random_ids(k.B, k.T, k.config.V, 10 * seed + 1, k.ignored);
+            compare_step(trainer, params, in, tg, seed, where + ", step " + std::to_string(step));
+        }
+    }
+}
+
+TEST_CASE("GptTrainer with RoPE sees the order of the tokens, and learned positions are not "
+          "used", "[gpt_train]") {
+    // Without positions, attention is blind to order: the last token's loss would not change
+    // when the earlier tokens are permuted. With RoPE it does. And a RoPE model refuses a
+    // position table: its wpe must be [0, D].
+    const GptConfig c{11, 6, 8, 2, 1, wb::Positions::rope};
+    const GptParams<float> params = random_model(c, 4);
+    GptTrainer trainer(c, 1, 6);
+    wb::TokenIds in = wb::TokenIds::from_shape({1, 6});
+    wb::TokenIds tg = wb::TokenIds::from_shape({1, 6});
+    for (std::size_t t = 0; t < 6; ++t) {
+        in(0, t) = static_cast<std::int64_t>(t + 1);
+        tg(0, t) = t == 5 ? 3 : -1;  // only the last position is scored
+    }
+    const float before = trainer.forward(params, in, tg);
+    std::swap(in(0, 0), in(0, 3));
+    const float after = trainer.forward(params, in, tg);
+    INFO("the last position's loss " << before << " with the tokens in order, " << after
+                                     << " with two earlier tokens swapped");
+    CHECK(std::fabs(before - after) > 1e-4f);
+
+    GptParams<float> with_table = params;
+    with_table.wpe = wb::Mat<float>::from_shape({6, 8});
+    WB_CHECK_THROWS(wb::ShapeError, trainer.forward(with_table, in, tg),
+                    "a RoPE model has no position table", "wb::minigpt::GptTrainer", "wpe",
+                    "[6, 8]", "[0, 8]");
+}
+
 TEST_CASE("GptTrainer gives loss 0 and adds no gradient when every target is -1",
           "[gpt_train]") {
     const GptConfig c{11, 8, 12, 3, 2};
@@ -221,4 +279,8 @@ TEST_CASE("GptTrainer rejects bad shapes, bad ids and a backward without forward
                     "wb::minigpt::GptTrainer", "[0, 8]");
     WB_CHECK_THROWS(wb::ShapeError, GptTrainer(GptConfig{11, 8, 12, 5, 2}, 2, 8),
                     "H must divide D", "wb::minigpt::GptTrainer", "H = 5");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    GptTrainer(GptConfig{11, 8, 12, 4, 2, wb::Positions::rope}, 2, 8),
+                    "RoPE turns pairs: the head width must be even", "wb::minigpt::GptTrainer",
+                    "d = D / H = 3");
 }

@@ -12,6 +12,9 @@
 //   every thread: x += the chunks' shares, summed in chunk order, + b_proj
 // then the final LayerNorm and the logits = lm_head ln (the lm_head's panels shared). Every
 // share and every sum has an order set by the shapes, never by the thread count.
+// With RoPE there is no wpe: a head's q and k are turned by the angles of position t (cos /
+// sin tables made once, for T_max positions) before k enters the cache and q meets the keys;
+// v is not turned.
 //
 // A weight matrix [out, in] is stored as panels of 16 outputs: panel p holds, for each input
 // i in order, the 16 weights W[16p .. 16p+15][i]. A product walks its panels front to back:
@@ -35,6 +38,7 @@
 #include "8-training/layers.hpp"
 #include "workbook/core.hpp"
 #include "workbook/fast_exp.hpp"
+#include "capstone/minigpt/rope_tables.hpp"
 
 // -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
 // SIMD selects (nothing here reads the floating-point exception flags).
@@ -328,7 +332,9 @@ struct GptDecoder::Impl {
         std::vector<Chunk> chunks;
     };
     std::vector<Layer> layers;
-    Buffer wte, wpe, lnf_g, lnf_b;
+    Buffer wte, wpe, lnf_g, lnf_b;  // wpe [T_max, D] with learned positions, empty with RoPE
+    bool rope = false;              // RoPE: q and k of every head turned by their position
+    RopeTables rope_tables;         // cos / sin [T_max, d/2], made once (RoPE only)
     Panels head;
     // Activations of the token being decoded.
     Buffer x;          // [threads][Dp] each thread's copy of the residual stream (all equal)
@@ -364,7 +370,9 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
         float* my_x = x.data + static_cast<std::size_t>(tid) * Dp;
         float* my_ln = ln.data + static_cast<std::size_t>(tid) * Dp;
-        for (std::size_t j = 0; j < D; ++j) my_x[j] = wte.data[id * D + j] + wpe.data[pos * D + j];
+        for (std::size_t j = 0; j < D; ++j) {
+            my_x[j] = wte.data[id * D + j] + (rope ? 0.0f : wpe.data[pos * D + j]);
+        }
         const auto [h0, h1] = share(H, tid, nth);
         const auto [c0, c1] = share(chunks, tid, nth);
         for (Layer& L : layers) {
@@ -375,10 +383,23 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
                 Head& hd = L.heads[h];
                 float* y = qkv.data + h * qkv_ld;
                 panel_products(hd.qkv.w.data, D, hd.qkv.groups, 0, hd.qkv.count, my_ln, y);
-                for (std::size_t e = 0; e < d; ++e) {
-                    y[e] += hd.b_qkv.data[e];
-                    hd.kt.data[e * tp + pos] = y[d + e] + hd.b_qkv.data[d + e];
-                    hd.v.data[pos * d + e] = y[2 * d + e] + hd.b_qkv.data[2 * d + e];
+                if (rope) {
+                    // q and k turned by the angles of position pos (in place), as the
+                    // trainer turns them at the same position; the cache keeps turned keys.
+                    const float* cs = rope_tables.cos_at(pos);
+                    const float* sn = rope_tables.sin_at(pos);
+                    rope_turn(y, hd.b_qkv.data, cs, sn, d, y);
+                    rope_turn(y + d, hd.b_qkv.data + d, cs, sn, d, y + d);
+                    for (std::size_t e = 0; e < d; ++e) {
+                        hd.kt.data[e * tp + pos] = y[d + e];
+                        hd.v.data[pos * d + e] = y[2 * d + e] + hd.b_qkv.data[2 * d + e];
+                    }
+                } else {
+                    for (std::size_t e = 0; e < d; ++e) {
+                        y[e] += hd.b_qkv.data[e];
+                        hd.kt.data[e * tp + pos] = y[d + e] + hd.b_qkv.data[d + e];
+                        hd.v.data[pos * d + e] = y[2 * d + e] + hd.b_qkv.data[2 * d + e];
+                    }
                 }
                 attend(y, hd.kt.data, hd.v.data, pos + 1, d, tp, scale, scores.data + h * tp,
                        att.data + h * d);
@@ -440,7 +461,12 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     m.scale = 1.0f / std::sqrt(static_cast<float>(m.d));
     const std::size_t D = m.D, F = m.F, d = m.d;
     require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
-    require_shape(kName, "wpe [T_max, D]", p.wpe, {config.T_max, D});
+    const bool rope = config.positions == Positions::rope;
+    if (rope) {
+        require_shape(kName, "wpe [0, D] (RoPE: no position table)", p.wpe, {0, D});
+    } else {
+        require_shape(kName, "wpe [T_max, D]", p.wpe, {config.T_max, D});
+    }
     require_shape(kName, "ln_f_g [D]", p.ln_f_g, {D});
     require_shape(kName, "ln_f_b [D]", p.ln_f_b, {D});
     require_shape(kName, "lm_head [V, D]", p.lm_head, {config.V, D});
@@ -489,6 +515,8 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     std::copy(p.wte.begin(), p.wte.end(), m.wte.data);
     m.wpe = Buffer(p.wpe.size());
     std::copy(p.wpe.begin(), p.wpe.end(), m.wpe.data);
+    m.rope = rope;
+    if (rope) m.rope_tables = RopeTables(config.T_max, d);
     m.lnf_g = copy_of({&p.ln_f_g});
     m.lnf_b = copy_of({&p.ln_f_b});
     m.head = pack({whole(p.lm_head)});

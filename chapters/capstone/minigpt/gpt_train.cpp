@@ -1,8 +1,8 @@
 // The mini-GPT's training step, organised for speed like llm.c's train_gpt2.c.
 //
 // Same model and same numbers as chapter 8's gpt_forward / gpt_backward (pre-LN blocks,
-// LayerNorm eps 1e-5, the exact erf form of GELU, learned positions, lm_head without bias,
-// mean cross entropy over the targets that are not -1), up to float rounding; only the
+// LayerNorm eps 1e-5, the exact erf form of GELU, learned positions or RoPE, lm_head without
+// bias, mean cross entropy over the targets that are not -1), up to float rounding; only the
 // organisation differs:
 //  - every activation and scratch buffer is allocated once, in the constructor, for [B, T];
 //    a step allocates nothing;
@@ -10,6 +10,9 @@
 //    with bias, residual and GELU fused into the loops that touch the data anyway;
 //  - the attention is the capstone kernel (wb::attention_forward / attention_backward) on q,
 //    k, v written straight into the head layout [B, H, T, d];
+//  - with RoPE, q and k are turned as they are written into that layout (chapter 3's
+//    apply_rope at offset 0, from cos / sin tables made once per trainer), and dq, dk are
+//    turned back (by the opposite angle) as they are merged back into rows;
 //  - the other loops (LayerNorm, GELU, softmax + cross entropy, head split/merge) run over
 //    rows with `#pragma omp parallel for`; GELU computes erf and exp by polynomials, 8 lanes
 //    at a time, and saves its derivative for the backward.
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "capstone/attention_kernel.hpp"
+#include "capstone/minigpt/rope_tables.hpp"
 
 namespace wb::minigpt {
 
@@ -292,6 +296,10 @@ struct GptTrainer::Impl {
     bool has_forward = false;
     std::size_t valid = 0;  // targets that are not -1 in the last forward
 
+    // RoPE (positions == rope): cos and sin [T, d/2] of the angles of positions 0 .. T-1,
+    // made once (rope_tables.hpp). Empty with learned positions.
+    RopeTables rope;
+
     std::vector<int> inputs;    // [N] ids of the last forward
     std::vector<int> targets;   // [N] targets, -1 = ignored
     // Activations, per block l (index l·N·D etc.), kept for the backward.
@@ -364,7 +372,7 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
     }
     if (seq_len > config.T_max) {
         throw ValueError(std::string(kName) + ": T = " + num(seq_len) + " exceeds T_max = " +
-                         num(config.T_max) + " (the position table wpe has T_max rows)");
+                         num(config.T_max) + " (the longest sequence of the model)");
     }
     Impl& m = *impl_;
     m.c = config;
@@ -373,6 +381,7 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
     m.N = batch * seq_len;
     m.d = config.D / config.H;
     const std::size_t N = m.N, D = config.D, F = 4 * D, L = config.L, V = config.V;
+    if (config.positions == Positions::rope) m.rope = RopeTables(seq_len, m.d);
     m.inputs.assign(N, 0);
     m.targets.assign(N, -1);
     m.resid.assign((L + 1) * N * D, 0.0f);
@@ -448,11 +457,17 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     m.valid = valid;
     const SerialBlas serial;
 
-    // Token embedding plus position embedding: row b·T + t = wte[id] + wpe[t].
+    // Token embedding plus position embedding: row b·T + t = wte[id] + wpe[t] (learned), or
+    // wte[id] alone (RoPE: the positions enter inside attention).
+    const bool rope = c.positions == Positions::rope;
     float* x0 = m.resid.data();  // [N, D]
 #pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < N; ++n) {
         const float* te = params.wte.data() + static_cast<std::size_t>(m.inputs[n]) * D;
+        if (rope) {
+            for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i];
+            continue;
+        }
         const float* pe = params.wpe.data() + (n % T) * D;
         for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i] + pe[i];
     }
@@ -482,7 +497,8 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
         pack_qkv(w, m.wqkv.data(), D);
         linear(ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f);
         // Split the heads with the biases added: row n = b·T + t, column h·d + i of each
-        // projection goes to (b, h, t, i) of q, k or v.
+        // projection goes to (b, h, t, i) of q, k or v. With RoPE, q and k are turned on the
+        // way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i.
         const float* bias[3] = {w.b_q.data(), w.b_k.data(), w.b_v.data()};
         float* dst[3] = {q, k, v};
 #pragma omp parallel for schedule(static)
@@ -492,7 +508,13 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
                 const float* src = proj + n * 3 * D + p * D;
                 for (std::size_t h = 0; h < H; ++h) {
                     float* out = dst[p] + ((b * H + h) * T + t) * d;
-                    for (std::size_t i = 0; i < d; ++i) out[i] = src[h * d + i] + bias[p][h * d + i];
+                    const float* in = src + h * d;
+                    const float* bi = bias[p] + h * d;
+                    if (rope && p < 2) {
+                        rope_turn(in, bi, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
+                    } else {
+                        for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
+                    }
                 }
             }
         }
@@ -558,6 +580,7 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     require_gpt_shapes(fn, "params", params, c);
     require_gpt_shapes(fn, "grads", grads, c);
     const std::size_t B = m.B, T = m.T, N = m.N, D = c.D, F = 4 * D, H = c.H, d = m.d, V = c.V;
+    const bool rope = c.positions == Positions::rope;
     const SerialBlas serial;
 
     // Cross entropy: dlogits = (softmax − onehot(target)) / n_valid, 0 on ignored rows.
@@ -632,6 +655,9 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         float* dk = dq + N * D;
         float* dv = dk + N * D;
         attention_backward(shape, q, k, v, att, lse, datt, dq, dk, dv);
+        // Merge dq, dk, dv back to rows. With RoPE, dq and dk are the gradients of the turned
+        // q and k: the gradient of the projections is the same pair turned back, by −t·θ_i
+        // (a rotation's transpose is its inverse; chapter 8's rope_backward).
         float* dproj = m.dproj.data();  // [N, 3D]: columns dq | dk | dv
         const float* src[3] = {dq, dk, dv};
 #pragma omp parallel for schedule(static)
@@ -641,7 +667,11 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                 for (std::size_t h = 0; h < H; ++h) {
                     const float* in = src[p] + ((b * H + h) * T + t) * d;
                     float* out = dproj + n * 3 * D + p * D + h * d;
-                    for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
+                    if (rope && p < 2) {
+                        rope_turn_back(in, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
+                    } else {
+                        for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
+                    }
                 }
             }
         }
@@ -664,16 +694,16 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                            D);
     }
 
-    // Embeddings: x0[b·T + t] = wte[id] + wpe[t]. Serial: one id can occur in many rows.
+    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). Serial: one id can
+    // occur in many rows.
     float* dwte = grads.wte.data();
     float* dwpe = grads.wpe.data();
     for (std::size_t n = 0; n < N; ++n) {
         float* te = dwte + static_cast<std::size_t>(m.inputs[n]) * D;
+        for (std::size_t i = 0; i < D; ++i) te[i] += dresid[n * D + i];
+        if (rope) continue;
         float* pe = dwpe + (n % T) * D;
-        for (std::size_t i = 0; i < D; ++i) {
-            te[i] += dresid[n * D + i];
-            pe[i] += dresid[n * D + i];
-        }
+        for (std::size_t i = 0; i < D; ++i) pe[i] += dresid[n * D + i];
     }
 }
 

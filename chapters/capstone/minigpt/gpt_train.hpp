@@ -8,7 +8,9 @@
 /// for a batch shape and a step allocates nothing, each Linear layer is one `cblas_sgemm` on
 /// raw buffers with its bias, residual or GELU fused into a neighbouring loop, and the
 /// attention is wb::attention_forward / wb::attention_backward — the learner's kernel once it
-/// passes, the reference otherwise.
+/// passes, the reference otherwise. Both position kinds of GptConfig: learned (the table wpe)
+/// and RoPE (q and k of every layer turned from cos / sin tables made once per trainer, and
+/// their gradients turned back in the backward).
 ///
 /// Threads: OMP_NUM_THREADS. The matrix products are cut into bands of rows that the OpenMP
 /// threads share, each band a single-threaded sgemm (OpenBLAS is set to 1 thread during a
