@@ -9,8 +9,11 @@
 // Exit codes: 0 done, 1 a runtime problem (corpus, checkpoint, prompt), 2 bad options.
 #include <unistd.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -46,6 +49,8 @@ using namespace wb::minigpt;
 struct Cli {
     TrainOptions train;
     std::size_t d_model = 128, heads = 4, layers = 4;
+    std::string positions = "learned";  // --positions: learned | rope (a new model's)
+    std::string engine = "fast";        // --engine: chapters | fast
     std::uint64_t model_seed = 1;
     double held_out_fraction = 0.1;
     std::string corpus = bundled_corpus_path();
@@ -60,6 +65,46 @@ struct Cli {
     std::string command = "minigpt";  // how the user runs the program, for the lines it prints
     std::string explain_load, explain_prompt, explain_html = "explain.html";  // `explain`
 };
+
+// Which code each chapter came from, as CMake compiled it: "chapter1=reference,...,
+// capstone=student" (the build's WB_REFERENCE, see CMakeLists.txt).
+#ifndef WB_MINIGPT_CHAPTER_KINDS
+#define WB_MINIGPT_CHAPTER_KINDS ""
+#endif
+
+// Says at start which code runs: each chapter's source (in runs, "1-7 reference, 8 student")
+// and the engine.
+void print_code(Engine engine) {
+    std::vector<std::pair<std::string, std::string>> kinds;  // (label, kind)
+    const std::string all = WB_MINIGPT_CHAPTER_KINDS;
+    for (std::size_t at = 0; at < all.size();) {
+        const std::size_t end = std::min(all.find(',', at), all.size());
+        const std::string item = all.substr(at, end - at);
+        const std::size_t eq = item.find('=');
+        if (eq != std::string::npos) kinds.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+        at = end + 1;
+    }
+    auto numbered = [](const std::string& label) { return label.rfind("chapter", 0) == 0; };
+    auto name = [&](const std::string& label) { return numbered(label) ? label.substr(7) : label; };
+    std::string line;
+    for (std::size_t i = 0; i < kinds.size();) {
+        std::size_t j = i;  // chapters i .. j: one run of the same kind
+        while (numbered(kinds[i].first) && j + 1 < kinds.size() &&
+               numbered(kinds[j + 1].first) && kinds[j + 1].second == kinds[i].second) {
+            ++j;
+        }
+        line += (line.empty() ? "" : ", ") + name(kinds[i].first) +
+                (j > i ? "-" + name(kinds[j].first) : std::string()) + " " + kinds[i].second;
+        i = j + 1;
+    }
+    if (!line.empty()) std::cout << "minigpt: chapters " << line << '\n';
+    std::cout << "minigpt: engine " << engine_name(engine)
+              << (engine == Engine::chapters
+                      ? ": trains with chapter 8's gpt_forward / gpt_backward (chapters 1-7 "
+                        "inside), generates with chapter 9's prefill / decode_step\n"
+                      : ": trains with the given GptTrainer (the capstone's attention kernel), "
+                        "generates with the given GptDecoder\n");
+}
 
 // A shell word: the text in single quotes.
 std::string shell_quoted(const std::string& s) {
@@ -89,6 +134,10 @@ void check_usage(const Cli& c) {
     if (c.d_model % c.heads != 0) {
         throw UsageError("--heads " + std::to_string(c.heads) + " does not divide --d-model " +
                          std::to_string(c.d_model) + " (each head has width d-model / heads)");
+    }
+    if (c.positions == "rope" && (c.d_model / c.heads) % 2 != 0) {
+        throw UsageError("--positions rope needs an even head width, got d-model / heads = " +
+                         std::to_string(c.d_model / c.heads) + " (RoPE turns pairs of features)");
     }
     if (c.train.warmup > c.train.steps) {
         throw UsageError("--warmup " + std::to_string(c.train.warmup) +
@@ -214,9 +263,20 @@ void check_out(const Cli& c) {
 }
 
 void print_sample(const Model& model, const Cli& c) {
-    GenerationSpeed speed;  // the fast decoder (gpt_decode.hpp): chapter 9's numbers, faster
-    const std::string text = generate_text_fast(model, c.prompt, c.max_new_tokens, c.sampling,
-                                                c.train.seed, c.greedy, &speed);
+    GenerationSpeed speed;  // fast: GptDecoder (gpt_decode.hpp), chapter 9's numbers, faster
+    std::string text;
+    if (c.train.engine == Engine::chapters) {  // chapter 9's prefill / decode_step
+        const auto t0 = std::chrono::steady_clock::now();
+        text = generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed,
+                             c.greedy);
+        speed.tokens = c.max_new_tokens;
+        speed.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        speed.threads = omp_get_max_threads();
+    } else {
+        text = generate_text_fast(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed,
+                                  c.greedy, &speed);
+    }
     std::cout << "\nminigpt: sample (" << c.max_new_tokens << " characters, "
               << (c.greedy ? std::string("greedy")
                            : "temperature " + fmt("%g", c.sampling.temperature) + ", top-k " +
@@ -233,12 +293,14 @@ void print_sample(const Model& model, const Cli& c) {
 
 int run(const Cli& c) {
     set_threads(c.train.threads);
+    print_code(c.train.engine);
     if (!c.load.empty()) {
         const Model model = load_model(c.load);
         check_prompt(model.tokenizer, c.prompt);  // a bad prompt fails before any output
         std::cout << "minigpt: loaded " << c.load << ": V=" << model.config.V
                   << " T=" << model.config.T_max << " D=" << model.config.D
-                  << " H=" << model.config.H << " L=" << model.config.L << ", "
+                  << " H=" << model.config.H << " L=" << model.config.L << " positions "
+                  << wb::positions_name(model.config.positions) << ", "
                   << with_commas(parameter_count(model.params)) << " parameters, trained "
                   << model.step << " steps\n";
         print_sample(model, c);
@@ -256,7 +318,8 @@ int run(const Cli& c) {
 
     Model model;
     model.tokenizer = corpus.tokenizer;
-    model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers};
+    model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers,
+                    c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
 
     std::cout << "minigpt: corpus " << c.corpus << ": " << token_summary(corpus) << "; "
@@ -264,7 +327,8 @@ int run(const Cli& c) {
               << with_commas(split.held_out.size()) << " held out\n"
               << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
               << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
-              << ": " << with_commas(parameter_count(model.params)) << " parameters\n"
+              << " positions " << c.positions << ": "
+              << with_commas(parameter_count(model.params)) << " parameters\n"
               << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
               << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr)
               << " (warm-up " << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr)
@@ -387,6 +451,13 @@ int main(int argc, char** argv) {
     app.add_option("--top-p", c.sampling.top_p, "nucleus sampling mass in (0, 1] (1: off)")
         ->check(number_check(false, 1.0));
     app.add_flag("--greedy", c.greedy, "always take the most likely character");
+    app.add_option("--positions", c.positions,
+                   "a new model's positions: learned (GPT-2's table) or rope (chapter 3's RoPE)")
+        ->check(CLI::IsMember({"learned", "rope"}));
+    app.add_option("--engine", c.engine,
+                   "chapters: train and generate with your chapters 8 and 9 (chapters 1-7 "
+                   "inside); fast: the given fast trainer and decoder")
+        ->check(CLI::IsMember({"chapters", "fast"}));
     CLI::App* explain_app = app.add_subcommand(
         "explain", "writes an HTML page of a saved model's attention weights and next-token "
                    "choices on a prompt, and the same data as JSON beside it");
@@ -417,6 +488,7 @@ int main(int argc, char** argv) {
         }
         // Without --warmup, a short run warms up for a tenth of its steps at most.
         if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
+        t.engine = c.engine == "chapters" ? Engine::chapters : Engine::fast;
         check_usage(c);
         if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
             throw UsageError("--vocab-size has no effect with --tokenizer char (it is the size "
@@ -429,7 +501,7 @@ int main(int argc, char** argv) {
                  {"--steps", "--time-limit", "--batch", "--context", "--d-model", "--heads",
                   "--layers", "--lr", "--min-lr", "--warmup", "--weight-decay", "--grad-clip",
                   "--eval-interval", "--eval-batches", "--model-seed", "--corpus", "--out",
-                  "--tokenizer", "--vocab-size"}) {
+                  "--positions", "--tokenizer", "--vocab-size"}) {
                 if (app.count(name) > 0) {
                     throw UsageError(std::string(name) + " has no effect with --load (the model "
                                      "file fixes the model and its training); leave it out");

@@ -1,6 +1,7 @@
-// The training loop: batches → GptTrainer forward/backward → clip → AdamW, with evaluation.
+// The training loop: batches → the engine's forward/backward → clip → AdamW, with evaluation.
 #include "capstone/minigpt/train.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -86,6 +87,69 @@ float clip_grad_norm(GptParams<float>& grads, float max_norm) {
     return static_cast<float>(norm);
 }
 
+const char* engine_name(Engine engine) {
+    return engine == Engine::chapters ? "chapters" : "fast";
+}
+
+namespace {
+
+// The learner's chapters: chapter 8's readable model (chapters 1–7 inside) and its backward.
+class ChaptersStep final : public StepEngine {
+public:
+    ChaptersStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
+        : config_(config) {
+        // The fast trainer's checks, so that both engines refuse the same runs up front.
+        const std::string fn = "wb::minigpt::make_step_engine";
+        require_valid_config(fn, config);
+        if (batch == 0 || seq_len == 0) {
+            throw ShapeError(fn + ": batch [B, T] = " + shape_str(Shape{batch, seq_len}) +
+                             ", expected B >= 1 and T >= 1");
+        }
+        if (seq_len > config.T_max) {
+            throw ValueError(fn + ": T = " + std::to_string(seq_len) + " exceeds T_max = " +
+                             std::to_string(config.T_max) + " (the longest sequence of the model)");
+        }
+    }
+    float forward(const GptParams<float>& params, const TokenIds& inputs,
+                  const TokenIds& targets) override {
+        return gpt_forward(params, config_, inputs, targets, -1, cache_);
+    }
+    void backward(const GptParams<float>& params, GptParams<float>& grads) override {
+        gpt_backward(params, config_, cache_, grads);
+    }
+
+private:
+    GptConfig config_;
+    GptCache<float> cache_;
+};
+
+// The given fast trainer: buffers for [B, T], cblas, the capstone's attention kernel.
+class FastStep final : public StepEngine {
+public:
+    FastStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
+        : trainer_(config, batch, seq_len) {}
+    float forward(const GptParams<float>& params, const TokenIds& inputs,
+                  const TokenIds& targets) override {
+        return trainer_.forward(params, inputs, targets);
+    }
+    void backward(const GptParams<float>& params, GptParams<float>& grads) override {
+        trainer_.backward(params, grads);
+    }
+
+private:
+    GptTrainer trainer_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepEngine> make_step_engine(Engine engine, const GptConfig& config,
+                                             std::size_t batch, std::size_t seq_len) {
+    if (engine == Engine::chapters) return std::make_unique<ChaptersStep>(config, batch, seq_len);
+    if (engine == Engine::fast) return std::make_unique<FastStep>(config, batch, seq_len);
+    throw ValueError("wb::minigpt::make_step_engine: engine = " +
+                     std::to_string(static_cast<int>(engine)) + ", expected chapters or fast");
+}
+
 void set_threads(int threads) {
     if (threads <= 0) return;
     omp_set_num_threads(threads);
@@ -94,8 +158,8 @@ void set_threads(int threads) {
 
 namespace {
 
-// The held-out score with an existing trainer of shape [B, T] (no reallocation per call).
-float evaluate_with(GptTrainer& trainer, const GptParams<float>& params,
+// The held-out score with an existing engine of shape [B, T] (no reallocation per call).
+float evaluate_with(StepEngine& engine, const GptParams<float>& params,
                     const std::vector<std::int64_t>& tokens, std::size_t batch,
                     std::size_t context, std::size_t batches, std::uint64_t seed) {
     if (batches == 0) {
@@ -105,7 +169,7 @@ float evaluate_with(GptTrainer& trainer, const GptParams<float>& params,
     double sum = 0;
     for (std::size_t i = 0; i < batches; ++i) {
         const NextToken xy = loader.next();
-        sum += trainer.forward(params, xy.inputs, xy.targets);
+        sum += engine.forward(params, xy.inputs, xy.targets);
     }
     return static_cast<float>(sum / static_cast<double>(batches));
 }
@@ -117,9 +181,9 @@ constexpr std::uint64_t kEvalSeed = 0x5EED0E7A1ULL;
 
 float evaluate(const GptParams<float>& params, const GptConfig& config,
                const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
-               std::size_t batches, std::uint64_t seed) {
-    GptTrainer trainer(config, batch, context);
-    return evaluate_with(trainer, params, tokens, batch, context, batches, seed);
+               std::size_t batches, std::uint64_t seed, Engine engine) {
+    const std::unique_ptr<StepEngine> step = make_step_engine(engine, config, batch, context);
+    return evaluate_with(*step, params, tokens, batch, context, batches, seed);
 }
 
 TrainResult train(GptParams<float>& params, const GptConfig& config,
@@ -137,7 +201,7 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
     const auto t0 = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
-    GptTrainer trainer(config, o.batch, o.context);
+    const std::unique_ptr<StepEngine> engine = make_step_engine(o.engine, config, o.batch, o.context);
     BatchLoader loader(train_tokens, o.batch, o.context, o.seed);
     (void)BatchLoader(held_out, o.batch, o.context, kEvalSeed);  // fail now, not after training
     GptParams<float> grads = zeros_like(params);
@@ -152,13 +216,13 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
         const auto ts = Clock::now();
         const NextToken xy = loader.next();  // inputs, targets [B, T]
         zero_grad(grads);
-        const float loss = trainer.forward(params, xy.inputs, xy.targets);
+        const float loss = engine->forward(params, xy.inputs, xy.targets);
         if (!std::isfinite(loss)) {
             throw ValueError("wb::minigpt::train: the loss is " + num(loss) + " at step " +
                              std::to_string(s + 1) +
                              " (expected a finite loss; try a lower learning rate)");
         }
-        trainer.backward(params, grads);
+        engine->backward(params, grads);
         StepLog entry;
         entry.grad_norm = o.grad_clip > 0 ? clip_grad_norm(grads, o.grad_clip) : 0.0f;
         adamw.lr = learning_rate(s, o);
@@ -173,7 +237,7 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
         const bool out_of_time = o.time_limit_s > 0 && seconds() >= o.time_limit_s;
         const bool last = entry.step == o.steps || out_of_time;
         if (entry.step == 1 || last || (o.eval_interval > 0 && entry.step % o.eval_interval == 0)) {
-            entry.eval_loss = evaluate_with(trainer, params, held_out, o.batch, o.context,
+            entry.eval_loss = evaluate_with(*engine, params, held_out, o.batch, o.context,
                                             o.eval_batches, kEvalSeed);
             if (entry.step == 1) result.first_eval_loss = *entry.eval_loss;
             result.final_eval_loss = *entry.eval_loss;

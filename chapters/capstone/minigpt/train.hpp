@@ -5,17 +5,21 @@
 /// One step, as nanoGPT's train.py:
 /// ```
 ///   zero_grad(grads)
-///   loss = trainer.forward(params, inputs, targets)     inputs, targets [B, T]
-///   trainer.backward(params, grads)
+///   loss = engine.forward(params, inputs, targets)      inputs, targets [B, T]
+///   engine.backward(params, grads)
 ///   clip_grad_norm(grads, grad_clip)                    the whole gradient, one norm
 ///   adamw.lr = learning_rate(step, options)
 ///   adamw_step(params, grads, state, adamw)
 /// ```
+/// The engine is chapter 8's readable model (Engine::chapters) or the given fast trainer
+/// (Engine::fast); the loop around it is the same, so the two give the same curve up to float
+/// rounding.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +31,49 @@ namespace wb::minigpt {
 
 /// @addtogroup minigpt
 /// @{
+
+/// Which code computes the forward and the backward (and, in the program, the generation).
+enum class Engine {
+    /// The learner's chapters end to end: chapter 8's wb::gpt_forward / wb::gpt_backward (the
+    /// model made of chapters 1–7) to train, chapter 9's prefill / decode_step to generate.
+    chapters,
+    /// The given fast code: GptTrainer (cblas and the capstone's attention kernel) to train,
+    /// GptDecoder to generate. The same numbers up to float rounding, several times faster.
+    fast,
+};
+
+/// The name of an engine, as the program's `--engine` option spells it.
+/// @param engine the engine
+/// @return "chapters" or "fast"
+const char* engine_name(Engine engine);
+
+/// One step's forward and backward on batches `[B, T]`, whichever engine computes them.
+class StepEngine {
+public:
+    virtual ~StepEngine() = default;
+    /// The mean cross entropy of the batch (targets equal to -1 ignored), keeping what the
+    /// backward needs.
+    /// @param params the model
+    /// @param inputs `[B, T]` ids in `[0, V)`
+    /// @param targets `[B, T]` ids in `[0, V)` or -1
+    /// @return the loss
+    virtual float forward(const GptParams<float>& params, const TokenIds& inputs,
+                          const TokenIds& targets) = 0;
+    /// The gradient of the last forward's loss, **added** into grads.
+    /// @param params the parameters the forward used
+    /// @param grads shaped like params
+    virtual void backward(const GptParams<float>& params, GptParams<float>& grads) = 0;
+};
+
+/// The step of `engine` for a model of shape `config` and batches `[batch, seq_len]`.
+/// @param engine chapters or fast
+/// @param config the model's shape
+/// @param batch B
+/// @param seq_len T, <= config.T_max
+/// @return the engine's step
+/// @throws ShapeError, ValueError as GptTrainer's constructor (both engines check the same)
+std::unique_ptr<StepEngine> make_step_engine(Engine engine, const GptConfig& config,
+                                             std::size_t batch, std::size_t seq_len);
 
 /// Every setting of a training run.
 struct TrainOptions {
@@ -44,6 +91,7 @@ struct TrainOptions {
     std::uint64_t seed = 1;           ///< seeds the batches (the model has its own seed)
     int threads = 0;                  ///< OpenMP and OpenBLAS threads; 0 leaves them as they are
     double time_limit_s = 0;          ///< stop after this many seconds of training; 0 = none
+    Engine engine = Engine::fast;     ///< which code computes each step
 };
 
 /// Raises a ValueError naming the option, its value and the range expected, unless every
@@ -112,11 +160,12 @@ struct TrainResult {
 /// @param context T, <= config.T_max
 /// @param batches how many batches, >= 1
 /// @param seed which windows
+/// @param engine which code computes the forwards
 /// @return the mean cross entropy (nats per token)
 /// @throws ValueError if batches is 0 or the loader rejects the sizes
 float evaluate(const GptParams<float>& params, const GptConfig& config,
                const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
-               std::size_t batches, std::uint64_t seed);
+               std::size_t batches, std::uint64_t seed, Engine engine = Engine::fast);
 
 /// Trains `params` in place on random windows of `train_tokens`, scoring `held_out` after the
 /// first step, every eval_interval steps and after the last step.
