@@ -410,6 +410,16 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
                 continue
         return str(path)
 
+    # The tree's own place, as the compiler and the checks write it (absolute, or relative to
+    # this repository when the tree is inside it): no report shows it.
+    roots = sorted({str(tree_root.resolve()) + os.sep, relative(str(tree_root.resolve())) + os.sep},
+                   key=len, reverse=True)
+
+    def unrooted(text):
+        for root in roots:
+            text = text.replace(root, "")
+        return text
+
     say(f"grading {student} in {build_dir} ...")
     configure(build_dir, **variables)
     course = load_course(build_dir)
@@ -436,10 +446,11 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
                 say(f"  {label}: an extra check does not compile: {error.strip()}")
                 where, error = "", "an instructor's check does not compile (the grader is told)"
             note = (note + "; " if note else "") + "does not compile: " + (
-                where + ": " if where else "") + error.strip()[:200]
+                where + ": " if where else "") + unrooted(error.strip())[:200]
         save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
         checks = [{"name": short_name(c.name), "passed": c.passed,
-                   "lines": [] if c.passed else readable_lines(c, extra)} for c in outcome.checks]
+                   "lines": [] if c.passed else [unrooted(l) for l in readable_lines(c, extra)]}
+                  for c in outcome.checks]
         if not checks:
             n = expected.get(label) or 1
             checks = [{"name": f"(check {i + 1}: not built)", "passed": False,

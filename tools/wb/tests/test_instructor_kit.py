@@ -11,7 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wb.classreport import class_csv, class_markdown, class_trees, summarise  # noqa: E402
+from wb.classreport import (class_csv, class_markdown, class_trees, fill_unbuilt,  # noqa: E402
+                            summarise)
 from wb.common import WorkbookError  # noqa: E402
 from wb.course import Chapter, Course  # noqa: E402
 from wb.handout import (filter_presets, find_leaks, function_bodies, left_out,  # noqa: E402
@@ -223,6 +224,14 @@ class Class(unittest.TestCase):
         self.assertEqual((one["first_failure"], one["first_count"]), ("(does not compile)", 1))
         self.assertEqual([(t, l) for t, l, _ in summary["not_compiled"]],
                          [("carol", "chapter1"), ("carol", "chapter4")])
+
+    def test_a_tree_that_does_not_compile_is_scored_on_every_check(self):
+        reports = self.reports()
+        fill_unbuilt(reports)
+        carol = reports[2]
+        self.assertEqual([c["name"] for c in carol["chapters"][1]["checks"]], ["w", "x", "y"])
+        self.assertEqual((carol["passed"], carol["total"]), (0, 5))
+        self.assertEqual((reports[0]["passed"], reports[0]["total"]), (5, 5))
 
     def test_markdown_and_csv(self):
         summary = summarise(self.reports())
