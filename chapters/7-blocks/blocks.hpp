@@ -64,7 +64,7 @@ LayerNormParams init_layer_norm(std::size_t D);
 /// @throws ShapeError if D == 0 or gamma or beta is not `[D]` (the message names
 ///         wb::layer_norm, the parameter and both shapes)
 /// @throws ValueError if eps <= 0, NaN or infinite (the message names the value `eps = …`;
-///         chapter 8's layer_norm_forward has the same rule)
+///         chapter 8's layer_norm_backward has the same rule)
 Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p);
 
 /// RMSNorm, a variant of LayerNorm used by many modern models (§5): no mean is subtracted and
