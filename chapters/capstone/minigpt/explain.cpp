@@ -137,7 +137,8 @@ function svg(name, attrs, parent) {
   return e;
 }
 
-$("model").textContent = `V=${V} T_max=${D.config.T_max} D=${D.config.D} H=${H} L=${L}, ` +
+$("model").textContent = `V=${V} T_max=${D.config.T_max} D=${D.config.D} H=${H} L=${L} ` +
+  `positions ${D.config.positions || "learned"}, ` +
   `trained ${D.step} steps; ${T} tokens read.`;
 for (let t = 0; t < T; ++t) {
   const s = document.createElement("span");
@@ -332,7 +333,8 @@ std::string explanation_json(const Explanation& e) {
     out += ",\"config\":{\"V\":" + std::to_string(e.config.V) +
            ",\"T_max\":" + std::to_string(e.config.T_max) + ",\"D\":" +
            std::to_string(e.config.D) + ",\"H\":" + std::to_string(e.config.H) +
-           ",\"L\":" + std::to_string(e.config.L) + "}";
+           ",\"L\":" + std::to_string(e.config.L) + ",\"positions\":\"" +
+           positions_name(e.config.positions) + "\"}";
     out += ",\n\"vocab\":" + array(e.vocab, quoted);
     out += ",\n\"tokens\":[";
     for (std::size_t t = 0; t < T; ++t) {

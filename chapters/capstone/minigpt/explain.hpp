@@ -11,7 +11,7 @@
 /// with 9 significant digits so that it reads back as the same float:
 /// ```
 ///   { "prompt": "...", "step": 3,
-///     "config": {"V": 65, "T_max": 128, "D": 128, "H": 4, "L": 4},
+///     "config": {"V": 65, "T_max": 128, "D": 128, "H": 4, "L": 4, "positions": "learned"},
 ///     "vocab": ["\n", " ", "!", ...],                       V strings, one per id
 ///     "tokens": [{"id": 20, "text": "H"}, ...],             the T tokens read
 ///     "attention": [[[[w, ...], ...] ...] ...],             [L][H][T][T], query then key;
