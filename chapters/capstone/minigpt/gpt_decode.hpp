@@ -16,6 +16,8 @@
 ///    the heads (q, k, v, attention and the head's columns of w_o) and then the FFN's chunks of
 ///    64 hidden units (rows of w_fc, columns of w_proj); every thread adds the heads' and the
 ///    chunks' partial sums, in order, into its own copy of the residual stream;
+///  - with RoPE (GptConfig::positions), each head's q and k are turned by their position's
+///    angles from cos / sin tables made once for T_max positions; the cache keeps turned keys;
 ///  - GELU (the exact erf form) and the softmax's exp are polynomials that vectorise;
 ///  - the hot loops are compiled for AVX-512, AVX2 + FMA and the default target, the widest
 ///    the processor has chosen when the program loads (no build flag needed).
