@@ -4,6 +4,7 @@ import re
 import textwrap
 
 from .common import ROOT
+from .ladders import ladder_for, reference_rung
 from .results import NOT_IMPLEMENTED, SIGNALS
 
 
@@ -119,7 +120,9 @@ CRASH_MORE = ("the student preset's index checks (WB_BOUNDS_CHECKS) cover xtenso
 def hints_for(check, chapter, mistake=None):
     """(function, [hint]) for one failing check, most specific first: the check's own hint
     (exactly as the check wrote it), or its task when the function is not written yet, or the
-    crash; then the guide's bullets that name the function; then the chapter's other pitfalls."""
+    crash; then the function's ladder in the guide (idea, approach, key line) and the guide's
+    bullets that name it (the chapter's other pitfalls when it has no ladder); last, the
+    reference itself — never earlier."""
     function = failing_function(check, chapter)
     bullets = [markdown_to_text(b) for b in guide_items(chapter, "hint") +
                guide_items(chapter, "pitfall") if b]
@@ -145,4 +148,7 @@ def hints_for(check, chapter, mistake=None):
     else:
         specific = []
     others = [b for b in bullets if b not in specific]
-    return function, list(dict.fromkeys(first + specific + others))
+    ladder = [markdown_to_text(r) for r in ladder_for(ROOT / chapter.guide if chapter.guide
+                                                      else None, function)]
+    rungs = first + ladder + specific + ([] if ladder else others)
+    return function, list(dict.fromkeys(rungs + [reference_rung(chapter, function, ROOT)]))
