@@ -12,6 +12,7 @@ from pathlib import Path
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
+from .ladders import parse_ladders, stub_functions
 from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, relative, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
@@ -250,6 +251,14 @@ def cmd_guides(args):
         for line in check_pair(english.read_text(), chinese.read_text(), terms=chapter_guide):
             print(f"{name:<14} {line}")
             differ.append(line)
+        if chapter_guide:  # every exercise function has its hint ladder
+            have = parse_ladders(english.read_text())
+            for function in stub_functions(english.parent):
+                if function not in have:
+                    line = f"no hint ladder for wb::{function} (### `wb::{function}` under " \
+                           "## Hint ladders)"
+                    print(f"{name:<14} {line}")
+                    differ.append(line)
         if not differ:
             print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
                   f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
