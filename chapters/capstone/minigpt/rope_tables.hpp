@@ -44,9 +44,12 @@ struct RopeTables {
 
 /// One head's query or key at one position, bias added, then turned (apply_rope's order):
 /// `a = x + bias`, `out[2i] = a[2i] c_i − a[2i+1] s_i`, `out[2i+1] = a[2i] s_i + a[2i+1] c_i`.
-/// @param x `[d]` the projection, @param bias `[d]`, @param c, @param s `[d/2]` the
-/// position's row of the tables, @param d the even head width, @param out `[d]`; may be x
-/// (each pair is read before it is written)
+/// @param x `[d]` the projection
+/// @param bias `[d]`
+/// @param c `[d/2]` the position's row of the cos table
+/// @param s `[d/2]` the position's row of the sin table
+/// @param d the even head width
+/// @param out `[d]`; may be x (each pair is read before it is written)
 inline void rope_turn(const float* x, const float* bias, const float* c, const float* s,
                       std::size_t d, float* out) {
     for (std::size_t i = 0; i < d / 2; ++i) {
@@ -59,7 +62,11 @@ inline void rope_turn(const float* x, const float* bias, const float* c, const f
 /// The backward of rope_turn: the gradient of the turned row, turned back by the opposite
 /// angle (a rotation's transpose is its inverse; chapter 8's rope_backward):
 /// `dx[2i] = dy[2i] c_i + dy[2i+1] s_i`, `dx[2i+1] = −dy[2i] s_i + dy[2i+1] c_i`.
-/// @param dy `[d]`, @param c, @param s `[d/2]`, @param d the even head width, @param dx `[d]`
+/// @param dy `[d]` the gradient of the turned row
+/// @param c `[d/2]` the position's row of the cos table
+/// @param s `[d/2]` the position's row of the sin table
+/// @param d the even head width
+/// @param dx `[d]` the gradient of the row before it was turned
 inline void rope_turn_back(const float* dy, const float* c, const float* s, std::size_t d,
                            float* dx) {
     for (std::size_t i = 0; i < d / 2; ++i) {
