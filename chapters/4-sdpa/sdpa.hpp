@@ -40,7 +40,8 @@ struct Attention {
 /// @param q queries `[B, H, N, d_k]`
 /// @param k keys `[B, H, M, d_k]`
 /// @return `[B, H, N, M]`, `S[b,h,i,j] = q_i · k_j / sqrt(d_k)` with d_k the width of one head
-/// @throws ShapeError if B, H or d_k of q and k differ, or d_k == 0
+/// @throws ShapeError if B, H or d_k of q and k differ (the message names the function and
+///         both shapes), or d_k == 0 (the function and q's shape)
 Tensor4 attention_scores(const Tensor4& q, const Tensor4& k);
 
 /// Softmax over the key axis with a mask applied **before** it: hidden keys get score
@@ -51,14 +52,15 @@ Tensor4 attention_scores(const Tensor4& q, const Tensor4& k);
 /// @param scores `[B, H, N, M]`
 /// @param mask optional; `allowed` of shape `[B, N, M]` or `[1, N, M]`
 /// @return `[B, H, N, M]` weights: each row sums to 1 over its readable keys, or is all 0
-/// @throws ShapeError if the mask's shape does not match the scores
+/// @throws ShapeError if the mask's shape does not match the scores (the message names the
+///         function, the mask's shape and the scores' shape)
 Tensor4 masked_softmax(const Tensor4& scores, const std::optional<Mask>& mask = std::nullopt);
 
 /// The weighted sum \f$O = AV\f$.
 /// @param weights `[B, H, N, M]`
 /// @param v values `[B, H, M, d_v]`
 /// @return `[B, H, N, d_v]`
-/// @throws ShapeError if B, H or M differ
+/// @throws ShapeError if B, H or M differ (the message names the function and both shapes)
 Tensor4 weighted_sum(const Tensor4& weights, const Tensor4& v);
 
 /// Scaled dot-product attention
@@ -68,7 +70,9 @@ Tensor4 weighted_sum(const Tensor4& weights, const Tensor4& v);
 /// @param v `[B, H, M, d_v]` (d_v may differ from d_k)
 /// @param mask optional, see masked_softmax; a fully masked query gets zero weights and output
 /// @return output `[B, H, N, d_v]` and weights `[B, H, N, M]`
-/// @throws ShapeError if the shapes do not fit together (the message names all of them)
+/// @throws ShapeError if the shapes do not fit together (the message names the function and
+///         the shapes of q, k and v), or if the mask does not fit them (the function and the
+///         mask's shape)
 Attention sdpa(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                const std::optional<Mask>& mask = std::nullopt);
 

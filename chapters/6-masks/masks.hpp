@@ -40,7 +40,8 @@ inline namespace WB_IMPL {
 /// @param T number of tokens (queries and keys are the same positions)
 /// @return `[1, T, T]` with `allowed(0, i, j) == (j <= i)`; batch 1 broadcasts over every
 ///         sequence (and sdpa shares it across every head)
-/// @throws ShapeError if T == 0 (the message names T), or T·T is more than 2^48 elements
+/// @throws ShapeError if T == 0 (the message names the function and `T = 0`), or T·T is more
+///         than 2^48 elements (the function, T's value and 2^48)
 ///         (wb::checked_size: `causal_mask(SIZE_MAX)` is an error, not a wrapped-around size)
 Mask causal_mask(std::size_t T);
 
@@ -56,9 +57,12 @@ Mask causal_mask(std::size_t T);
 /// @param N number of queries
 /// @param M number of keys (the padded length of the key sequences)
 /// @return `[B, N, M]` with `allowed(b, i, j) == (j < lengths[b])`, the same for every i
-/// @throws ShapeError if lengths is empty (B == 0), N == 0 or M == 0, or B·N·M is more than
-///         2^48 elements (wb::checked_size)
-/// @throws ValueError if some `lengths[b] > M` (the message names b, the length and M)
+/// @throws ShapeError if lengths is empty (the message names the function, lengths and
+///         `B = 0`), N == 0 or M == 0 (the function and `N = 0` or `M = 0`), or B·N·M is more
+///         than 2^48 elements (wb::checked_size: the function and the sizes); these come
+///         before the ValueError, in any order among themselves
+/// @throws ValueError if some `lengths[b] > M` (the message names the function, the first such
+///         b, its length and M, e.g. `lengths[1] = 5` and `M = 4`, in any notation)
 Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::size_t M);
 
 /// Combines two masks: a key is readable only if **both** masks allow it (logical AND).
@@ -69,9 +73,9 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
 /// @param a `[B_a, N, M]`
 /// @param b `[B_b, N, M]`, with B_b == B_a, or one of them 1
 /// @return `[max(B_a, B_b), N, M]` with `allowed = a.allowed && b.allowed`
-/// @throws ShapeError if either mask is empty (an axis of size 0: it has no batch to share),
-///         if N or M differ, or if the batches differ and neither is 1 (the message names both
-///         shapes)
+/// @throws ShapeError if either mask is empty (an axis of size 0: it has no batch to share;
+///         the message names the function and the empty mask's shape), if N or M differ, or if
+///         the batches differ and neither is 1 (the message names the function and both shapes)
 Mask combine_masks(const Mask& a, const Mask& b);
 
 /// The mask of a batch of padded sequences in a GPT: causal AND padding.
@@ -83,8 +87,11 @@ Mask combine_masks(const Mask& a, const Mask& b);
 /// @param lengths `[B]`: real tokens per sequence, each <= T
 /// @param T padded length (queries = keys)
 /// @return `[B, T, T]`
-/// @throws ShapeError if lengths is empty or T == 0
-/// @throws ValueError if some `lengths[b] > T` (the message names b, the length and T)
+/// @throws ShapeError if lengths is empty (the message names the function and `B = 0`),
+///         T == 0 (the function and `T = 0`), or B·T·T is more than 2^48 elements (T's value);
+///         these come before the ValueError, in any order among themselves
+/// @throws ValueError if some `lengths[b] > T` (the message names the function, the first such
+///         b, its length and T, e.g. `lengths[1] = 4` and `T = 3`)
 Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T);
 
 /// Converts a mask written in PyTorch's `masked_fill` convention into ours.
@@ -96,7 +103,8 @@ Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T)
 /// `Mask{...}` lets every query read exactly what it must not.
 /// @param forbidden `[B, N, M]` (or `[1, N, M]`), true where the key is hidden
 /// @return the same shape, `allowed(b, i, j) == !forbidden(b, i, j)`
-/// @throws ShapeError if forbidden is empty (an axis of size 0; the message names its shape)
+/// @throws ShapeError if forbidden is empty (an axis of size 0; the message names the
+///         function and its shape)
 Mask from_forbidden(const xt::xtensor<bool, 3>& forbidden);
 
 /// The queries of sequence b that may read no key at all.
@@ -108,7 +116,8 @@ Mask from_forbidden(const xt::xtensor<bool, 3>& forbidden);
 /// @param b which sequence, `0 <= b < B`
 /// @return the indices i (ascending) with `allowed(b, i, j) == false` for every j; empty if
 ///         every query may read something
-/// @throws ValueError if `b >= B` (the message names b and the mask's shape)
+/// @throws ValueError if `b >= B` (the message names the function, b, e.g. `b = 2`, and the
+///         mask's shape)
 std::vector<std::size_t> fully_masked_rows(const Mask& m, std::size_t b);
 
 /// @}

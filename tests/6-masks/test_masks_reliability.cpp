@@ -17,7 +17,7 @@ TEST_CASE("combine_masks and from_forbidden refuse an empty mask", "[masks][erro
     const wb::Mask causal = wb::causal_mask(3);
     WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(empty, causal),
                     "an empty mask has no batch 0 to share: check it before reading it",
-                    "wb::combine_masks", "[0, 3, 3]", "at least one element");
+                    "wb::combine_masks", "[0, 3, 3]");
     WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(causal, empty),
                     "either mask may be the empty one", "wb::combine_masks", "[0, 3, 3]");
     const wb::Mask no_keys{Bool3::from_shape({1, 3, 0})};
