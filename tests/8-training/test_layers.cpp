@@ -52,13 +52,6 @@ double dot_all(const A& a, const R& r) {
     return s;
 }
 
-template <class E>
-bool all_finite(const E& e) {
-    for (auto v : e)
-        if (!std::isfinite(static_cast<double>(v))) return false;
-    return true;
-}
-
 // Targets stored as floats in the golden files.
 Targets as_targets(const xt::xtensor<float, 1>& t) {
     Targets out = Targets::from_shape({t.size()});
@@ -69,22 +62,6 @@ Targets as_targets(const xt::xtensor<float, 1>& t) {
 // Positions [from, to) of the T axis of a [B, H, T, d] tensor.
 Cd positions(const Cd& x, std::size_t from, std::size_t to) {
     return xt::view(x, xt::all(), xt::all(), xt::range(from, to), xt::all());
-}
-
-// The entries of weights [B, H, T, T] strictly above the diagonal (keys j > query i).
-std::vector<double> above_diagonal(const Cf& w) {
-    std::vector<double> out;
-    for (std::size_t b = 0; b < w.shape(0); ++b)
-        for (std::size_t h = 0; h < w.shape(1); ++h)
-            for (std::size_t i = 0; i < w.shape(2); ++i)
-                for (std::size_t j = i + 1; j < w.shape(3); ++j) out.push_back(w(b, h, i, j));
-    return out;
-}
-
-bool all_exact_zero(const std::vector<double>& v) {
-    for (double x : v)
-        if (x != 0.0) return false;
-    return true;
 }
 
 // The embedding lookup the checks need to build a loss (the forward is chapter 2's):
