@@ -240,7 +240,7 @@ TEST_CASE("bpe_train refuses a vocabulary smaller than the 256 bytes", "[bpe][er
                     "0", "256");
 }
 
-TEST_CASE("bpe_decode refuses an id outside [0, V), naming it and its position",
+TEST_CASE("bpe_decode refuses an id below 0 or at least V, naming it and its position",
           "[bpe][errors]") {
     const Merges one = {{97, 98}};  // V = 257
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({97, 257}, one),
