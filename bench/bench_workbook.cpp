@@ -168,8 +168,8 @@ void print_peak_summary() {
     if (achieved().empty() || peak_gflops().empty()) return;
     std::fprintf(stderr, "\nShare of this CPU's float32 FMA peak (%s; GFLOP/s):",
                  wbbench::widest_isa().c_str());
-    for (const auto& [t, g] : peak_gflops()) std::fprintf(stderr, " %d thread%s %.0f", t,
-                                                          t == 1 ? "" : "s", g);
+    for (const auto& [t, g] : peak_gflops())
+        std::fprintf(stderr, " %d thread%s %.0f", t, t == 1 ? "" : "s", g);
     std::fprintf(stderr, "\n");
     for (const auto& [name, calls] : achieved()) {
         double most = 0;
@@ -184,9 +184,8 @@ void print_peak_summary() {
         const auto peak = peak_gflops().find(t);
         if (peak == peak_gflops().end() || peak->second <= 0) continue;
         const bool yours = name.find("/student/") != std::string::npos;
-        std::fprintf(stderr, "  %-62s %8.1f GFLOP/s  %s%3.0f %% of this CPU's peak\n",
-                     name.c_str(), g, yours ? "your kernel: " : "             ",
-                     100.0 * g / peak->second);
+        std::fprintf(stderr, "  %-62s %8.1f GFLOP/s  %s%3.0f %% of this CPU's peak\n", name.c_str(),
+                     g, yours ? "your kernel: " : "             ", 100.0 * g / peak->second);
     }
 }
 
@@ -392,9 +391,9 @@ void add_readable_attention() {
         cases().push_back(a);
 
         Case m = make_case("chapter5", "self_attention",
-               "B" + std::to_string(B) + "_T" + std::to_string(T) + "_D" + std::to_string(D) +
-                   "_H" + std::to_string(H),
-               threads);
+                           "B" + std::to_string(B) + "_T" + std::to_string(T) + "_D" +
+                               std::to_string(D) + "_H" + std::to_string(H),
+                           threads);
         m.flops = 4 * 2.0 * B * T * D * D + 4.0 * B * T * T * D;  // 4 projections + attention
         m.compute = [=](const Kernels& kr) { return flat(kr.self_attention(*x, *w, H)); };
         m.call = [=](const Kernels& kr) { benchmark::DoNotOptimize(kr.self_attention(*x, *w, H)); };
@@ -584,37 +583,47 @@ void add_peak_rows() {
         for (const wbbench::PeakIsa& isa : wbbench::peak_isas()) {
             if (!isa.supported || isa.name == "sse2") continue;
             const std::string name = "peak/fma/" + isa.name + "/threads:" + std::to_string(threads);
-            benchmark::RegisterBenchmark(name.c_str(), [isa, threads, rate](benchmark::State& s) {
-                const long iterations = 1L << 20;  // ~0.1-1 ms per thread
-                const auto start = std::chrono::steady_clock::now();
-                for (auto _ : s) {
+            benchmark::RegisterBenchmark(
+                name.c_str(),
+                [isa, threads, rate](benchmark::State& s) {
+                    const long iterations = 1L << 20;  // ~0.1-1 ms per thread
+                    const auto start = std::chrono::steady_clock::now();
+                    for (auto _ : s) {
 #pragma omp parallel num_threads(threads)
-                    benchmark::DoNotOptimize(wbbench::fma_chains(isa.name, iterations));
-                }
-                const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
-                const double flops = threads * wbbench::fma_chain_flops(isa.name, iterations);
-                s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
-                set_peak_pct(s, flops * 1e-9, threads, dt.count());
-            })->UseRealTime()->Unit(benchmark::kMillisecond);
+                        benchmark::DoNotOptimize(wbbench::fma_chains(isa.name, iterations));
+                    }
+                    const std::chrono::duration<double> dt =
+                        std::chrono::steady_clock::now() - start;
+                    const double flops = threads * wbbench::fma_chain_flops(isa.name, iterations);
+                    s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
+                    set_peak_pct(s, flops * 1e-9, threads, dt.count());
+                })
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
         }
         for (int n : {512, 1024, 2048}) {
             const std::string name =
                 "peak/sgemm/N" + std::to_string(n) + "/threads:" + std::to_string(threads);
-            benchmark::RegisterBenchmark(name.c_str(), [n, threads, rate](benchmark::State& s) {
-                set_threads(threads);
-                const std::size_t size = static_cast<std::size_t>(n) * n;
-                Flat a(size, 0.5f), b(size, 0.25f), c(size, 0.0f);
-                wbbench::sgemm_square(n, a.data(), b.data(), c.data());  // warm-up
-                const auto start = std::chrono::steady_clock::now();
-                for (auto _ : s) {
-                    wbbench::sgemm_square(n, a.data(), b.data(), c.data());
-                    benchmark::ClobberMemory();
-                }
-                const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
-                const double flops = 2.0 * n * static_cast<double>(n) * n;
-                s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
-                set_peak_pct(s, flops * 1e-9, threads, dt.count());
-            })->UseRealTime()->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark(
+                name.c_str(),
+                [n, threads, rate](benchmark::State& s) {
+                    set_threads(threads);
+                    const std::size_t size = static_cast<std::size_t>(n) * n;
+                    Flat a(size, 0.5f), b(size, 0.25f), c(size, 0.0f);
+                    wbbench::sgemm_square(n, a.data(), b.data(), c.data());  // warm-up
+                    const auto start = std::chrono::steady_clock::now();
+                    for (auto _ : s) {
+                        wbbench::sgemm_square(n, a.data(), b.data(), c.data());
+                        benchmark::ClobberMemory();
+                    }
+                    const std::chrono::duration<double> dt =
+                        std::chrono::steady_clock::now() - start;
+                    const double flops = 2.0 * n * static_cast<double>(n) * n;
+                    s.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, rate);
+                    set_peak_pct(s, flops * 1e-9, threads, dt.count());
+                })
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
         }
     }
 }

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
@@ -64,12 +64,14 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", rounds, "alternating rounds (the median is printed)")
         ->check(CLI::PositiveNumber);
     app.add_option("--threads", thread_list, "thread counts, comma-separated");
-    app.add_option("--context", context, "T_max: the generation fills it")->check(CLI::Range(2, 1 << 16));
+    app.add_option("--context", context, "T_max: the generation fills it")
+        ->check(CLI::Range(2, 1 << 16));
     app.add_option("--d-model", D, "model width")->check(CLI::PositiveNumber);
     app.add_option("--layers", L, "blocks")->check(CLI::PositiveNumber);
     app.add_option("--heads", H, "heads, must divide the width")->check(CLI::PositiveNumber);
     app.add_option("--vocab", V, "vocabulary size")->check(CLI::PositiveNumber);
-    app.add_option("--only", only, "time one side only")->check(CLI::IsMember({"fast", "chapter9"}));
+    app.add_option("--only", only, "time one side only")
+        ->check(CLI::IsMember({"fast", "chapter9"}));
     CLI11_PARSE(app, argc, argv);
     const std::vector<int> threads = int_list(thread_list);
 
@@ -89,9 +91,10 @@ int main(int argc, char** argv) {
         const std::vector<std::int64_t> prompt{0};
         const std::size_t n = context - 1;
         const wb::SamplingOptions options{};
-        std::printf("GPT V=%zu T_max=%zu D=%zu H=%zu L=%zu (%zu parameters, %.1f MB of float "
-                    "weights), greedy from a 1-token prompt to %zu tokens, %d rounds\n",
-                    V, context, D, H, L, count, count * 4e-6, context, rounds);
+        std::printf(
+            "GPT V=%zu T_max=%zu D=%zu H=%zu L=%zu (%zu parameters, %.1f MB of float "
+            "weights), greedy from a 1-token prompt to %zu tokens, %d rounds\n",
+            V, context, D, H, L, count, count * 4e-6, context, rounds);
 
         wb::minigpt::GptDecoder decoder(params, config);
         using clock = std::chrono::steady_clock;
@@ -125,10 +128,11 @@ int main(int argc, char** argv) {
                 if (it == rates.end()) continue;
                 const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
                 const double m = median(it->second);
-                std::printf("%-30s threads %d: median %7.0f tokens/s (range %.0f-%.0f), "
-                            "weights %5.1f GB/s; %7.0f tokens per CPU-second\n",
-                            side == "fast" ? "GptDecoder (capstone)" : "chapter 9 decode_step",
-                            t, m, *lo, *hi, m * count * 4e-9, median(cpu_rates[{side, t}]));
+                std::printf(
+                    "%-30s threads %d: median %7.0f tokens/s (range %.0f-%.0f), "
+                    "weights %5.1f GB/s; %7.0f tokens per CPU-second\n",
+                    side == "fast" ? "GptDecoder (capstone)" : "chapter 9 decode_step", t, m, *lo,
+                    *hi, m * count * 4e-9, median(cpu_rates[{side, t}]));
             }
         }
         // The roofline: one token reads every weight once and, on average over the
@@ -140,8 +144,10 @@ int main(int argc, char** argv) {
                     bytes * 1e-6, count * 4e-6, kv_bytes * 1e-6);
         for (int t : threads) {
             const double gbs = wbbench::read_bandwidth_gbs(static_cast<std::size_t>(bytes), t);
-            std::printf("  threads %d: read bandwidth at that working set %5.1f GB/s -> at most "
-                        "%6.0f tokens/s\n", t, gbs, gbs * 1e9 / bytes);
+            std::printf(
+                "  threads %d: read bandwidth at that working set %5.1f GB/s -> at most "
+                "%6.0f tokens/s\n",
+                t, gbs, gbs * 1e9 / bytes);
         }
         if (only.empty()) {
             std::printf("tokens of the two implementations: %s\n", equal ? "equal" : "DIFFERENT");

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
 
 #include "kernels.hpp"
 
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
                               dq.data, dk.data, dv.data);
     };
     forward();
-    const double flops = 4.0 * B * H * d * (static_cast<double>(T) * (T + 1) / 2) *
-                         (backward ? 2.5 : 1.0);
+    const double flops =
+        4.0 * B * H * d * (static_cast<double>(T) * (T + 1) / 2) * (backward ? 2.5 : 1.0);
     std::vector<double> rates;
     double total = 0;
     for (int c = -3; c < calls; ++c) {
@@ -89,9 +89,10 @@ int main(int argc, char** argv) {
     std::sort(rates.begin(), rates.end());
     // "mean" is what Google Benchmark reports: all the work over all the time, so a call slowed
     // by other load counts in full; the median leaves such calls out.
-    std::printf("capstone/attention_%s B%zu_H%zu_T%zu_d%zu threads %d offset %zu: "
-                "median %.1f GFLOP/s, mean %.1f, best %.1f\n",
-                backward ? "backward" : "forward", B, H, T, d, threads, offset,
-                rates[rates.size() / 2], flops * calls / total * 1e-9, rates.back());
+    std::printf(
+        "capstone/attention_%s B%zu_H%zu_T%zu_d%zu threads %d offset %zu: "
+        "median %.1f GFLOP/s, mean %.1f, best %.1f\n",
+        backward ? "backward" : "forward", B, H, T, d, threads, offset, rates[rates.size() / 2],
+        flops * calls / total * 1e-9, rates.back());
     return 0;
 }

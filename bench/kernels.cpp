@@ -34,15 +34,13 @@ wb::Tensor4 causal_sdpa_output(const wb::Tensor4& q, const wb::Tensor4& k, const
 }
 
 void attention_forward_raw(std::size_t B, std::size_t H, std::size_t T, std::size_t d,
-                           const float* q, const float* k, const float* v, float* out,
-                           float* lse) {
+                           const float* q, const float* k, const float* v, float* out, float* lse) {
     wb::attention_forward(wb::AttentionShape{B, H, T, d}, q, k, v, out, lse);
 }
 
 void attention_backward_raw(std::size_t B, std::size_t H, std::size_t T, std::size_t d,
                             const float* q, const float* k, const float* v, const float* out,
-                            const float* lse, const float* dout, float* dq, float* dk,
-                            float* dv) {
+                            const float* lse, const float* dout, float* dq, float* dk, float* dv) {
     wb::attention_backward(wb::AttentionShape{B, H, T, d}, q, k, v, out, lse, dout, dq, dk, dv);
 }
 
@@ -59,20 +57,13 @@ std::vector<std::int64_t> bpe_train_flat(const std::string& corpus, std::size_t 
 }  // namespace
 
 const Kernels& WB_GLUE(kernels_, WB_IMPL)() {
-    static const Kernels table{&wb::softmax,
-                               &wb::matmul,
-                               &wb::split_heads,
-                               &sdpa_output,
-                               &self_attention_output,
-                               &causal_sdpa_output,
-                               &attention_forward_raw,
-                               &attention_backward_raw,
-                               &wb::init_gpt<float>,
-                               &wb::gpt_logits,
-                               &wb::make_kv_cache,
-                               &wb::prefill,
-                               &wb::decode_step,
-                               &bpe_train_flat};
+    static const Kernels table{&wb::softmax,           &wb::matmul,
+                               &wb::split_heads,       &sdpa_output,
+                               &self_attention_output, &causal_sdpa_output,
+                               &attention_forward_raw, &attention_backward_raw,
+                               &wb::init_gpt<float>,   &wb::gpt_logits,
+                               &wb::make_kv_cache,     &wb::prefill,
+                               &wb::decode_step,       &bpe_train_flat};
     return table;
 }
 

@@ -39,7 +39,8 @@ double median(std::vector<double> v) {
 }
 
 std::string fma_label(const wbbench::PeakIsa& isa) {
-    return std::string(isa.name == "sse2" ? "mul+add peak, " : "FMA peak, ") + isa.name + " (" + std::to_string(isa.lanes) + " lanes, 12 chains)";
+    return std::string(isa.name == "sse2" ? "mul+add peak, " : "FMA peak, ") + isa.name + " (" +
+           std::to_string(isa.lanes) + " lanes, 12 chains)";
 }
 
 }  // namespace
@@ -88,8 +89,8 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::printf("float32 GFLOP/s, median of %d rounds (widest instruction set here: %s)\n",
-                rounds, wbbench::widest_isa().c_str());
+    std::printf("float32 GFLOP/s, median of %d rounds (widest instruction set here: %s)\n", rounds,
+                wbbench::widest_isa().c_str());
     std::printf("%-40s", "");
     for (int t : threads) std::printf("  %8d thr", t);
     std::printf("   share of the %s peak\n", wbbench::widest_isa().c_str());
@@ -115,8 +116,9 @@ int main(int argc, char** argv) {
         std::printf("   %s\n", shares.c_str());
     }
     // The other limit: bytes per second from each level of the memory, on the same threads.
-    std::printf("\nstreaming read bandwidth, GB/s, best of %d (working set split among the threads)\n",
-                rounds);
+    std::printf(
+        "\nstreaming read bandwidth, GB/s, best of %d (working set split among the threads)\n",
+        rounds);
     std::printf("%-40s", "");
     for (int t : threads) std::printf("  %8d thr", t);
     std::printf("\n");

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <cblas.h>
 #include <omp.h>
+#include <CLI/CLI.hpp>
 
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
@@ -103,10 +103,11 @@ int main(int argc, char** argv) {
             return loss;
         };
 
-        std::printf("GPT V=%zu T=%zu D=%zu H=%zu L=%zu (%zu parameters), batch B=%zu, "
-                    "%d OpenMP threads, %d OpenBLAS threads\n",
-                    config.V, config.T_max, config.D, config.H, config.L, count, B,
-                    omp_get_max_threads(), openblas_get_num_threads());
+        std::printf(
+            "GPT V=%zu T=%zu D=%zu H=%zu L=%zu (%zu parameters), batch B=%zu, "
+            "%d OpenMP threads, %d OpenBLAS threads\n",
+            config.V, config.T_max, config.D, config.H, config.L, count, B, omp_get_max_threads(),
+            openblas_get_num_threads());
         using clock = std::chrono::steady_clock;
         // Wall time, and the CPU time of the whole process (all threads): on a machine shared
         // with other jobs the wall time grows while the CPU time of one thread barely moves.
@@ -138,15 +139,20 @@ int main(int argc, char** argv) {
         double ref_rate = 0.0, fast_rate = 0.0;
         if (run_ref) {
             ref_rate = step_tokens / median(ref_times);
-            std::printf("reference (chapter 8)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f ms/step)\n",
-                        1e3 * median(ref_times), ref_rate, 1e3 * median(ref_cpu));
+            std::printf(
+                "reference (chapter 8)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f "
+                "ms/step)\n",
+                1e3 * median(ref_times), ref_rate, 1e3 * median(ref_cpu));
         }
         if (run_fast) {
             fast_rate = step_tokens / median(fast_times);
-            std::printf("GptTrainer (capstone)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f ms/step)\n",
-                        1e3 * median(fast_times), fast_rate, 1e3 * median(fast_cpu));
+            std::printf(
+                "GptTrainer (capstone)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f "
+                "ms/step)\n",
+                1e3 * median(fast_times), fast_rate, 1e3 * median(fast_cpu));
         }
-        if (run_ref && run_fast) std::printf("GptTrainer / reference: %.1fx\n", fast_rate / ref_rate);
+        if (run_ref && run_fast)
+            std::printf("GptTrainer / reference: %.1fx\n", fast_rate / ref_rate);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "train_step: %s\n", e.what());
         return 1;

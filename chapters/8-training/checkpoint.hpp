@@ -49,10 +49,10 @@ namespace wb {
 
 /// Everything a checkpoint holds: enough to rebuild the model and resume training.
 struct Checkpoint {
-    GptConfig config;                          ///< the shape of the model
-    GptParams<float> params;                   ///< its weights
+    GptConfig config;                            ///< the shape of the model
+    GptParams<float> params;                     ///< its weights
     std::optional<AdamWState<float>> optimizer;  ///< AdamW's moments and step, if saved
-    std::int64_t step = 0;                     ///< training progress (e.g. batches seen)
+    std::int64_t step = 0;                       ///< training progress (e.g. batches seen)
 };
 
 /// The 8 bytes every checkpoint starts with.

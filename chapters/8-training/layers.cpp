@@ -34,8 +34,8 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
 template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
-                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta) {
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
+                         Vec<T>& dgamma, Vec<T>& dbeta) {
     // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm) — derive it yourself first (the guide's
     // questions).
     (void)dy, (void)x, (void)gamma, (void)eps, (void)dx, (void)dgamma, (void)dbeta;
@@ -55,8 +55,8 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 
 template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
-                               Cube<T>& dk, Cube<T>& dv) {
+                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
+                               Cube<T>& dv) {
     // Spec: layers.hpp, @throws first. Guide §6 (Softmax: the Jacobian-vector product; Causal
     // attention).
     (void)dout, (void)q, (void)k, (void)v, (void)weights, (void)dq, (void)dk, (void)dv;
@@ -102,21 +102,21 @@ Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64
 // ---- The two instantiations: float for training, double for the gradient checks -------------
 // Keep these lines: they compile each template above for T = float and T = double.
 
-#define WB_INSTANTIATE_LAYERS(T)                                                                  \
-    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,       \
-                                     Mat<T>&, Vec<T>&);                                          \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T,         \
-                                         Mat<T>&, Vec<T>&, Vec<T>&);                             \
-    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                              \
-    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                          \
-    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,   \
-                                               const Cube<T>&, const Cube<T>&, Cube<T>&,         \
-                                               Cube<T>&, Cube<T>&);                              \
-    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                \
-    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,      \
-                                        std::int64_t);                                           \
-    template Mat<T> cross_entropy_backward<T>(const Mat<T>&,                                     \
-                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t);
+#define WB_INSTANTIATE_LAYERS(T)                                                                   \
+    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,         \
+                                     Mat<T>&, Vec<T>&);                                            \
+    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T, Mat<T>&,  \
+                                         Vec<T>&, Vec<T>&);                                        \
+    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                                \
+    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                            \
+    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,     \
+                                               const Cube<T>&, const Cube<T>&, Cube<T>&, Cube<T>&, \
+                                               Cube<T>&);                                          \
+    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                  \
+    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,        \
+                                        std::int64_t);                                             \
+    template Mat<T> cross_entropy_backward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,  \
+                                              std::int64_t);
 
 WB_INSTANTIATE_LAYERS(float)
 WB_INSTANTIATE_LAYERS(double)

@@ -24,15 +24,17 @@
 
 namespace wb {
 
-template <class T> using Vec = xt::xtensor<T, 1>;   ///< `[n]` in scalar type T
-template <class T> using Mat = xt::xtensor<T, 2>;   ///< `[rows, cols]` in scalar type T
-template <class T> using Cube = xt::xtensor<T, 4>;  ///< `[B, H, T, d]` in scalar type T
+template <class T>
+using Vec = xt::xtensor<T, 1>;  ///< `[n]` in scalar type T
+template <class T>
+using Mat = xt::xtensor<T, 2>;  ///< `[rows, cols]` in scalar type T
+template <class T>
+using Cube = xt::xtensor<T, 4>;  ///< `[B, H, T, d]` in scalar type T
 
 inline namespace WB_IMPL {
 
 /// @defgroup chapter8 Chapter 8: training
 /// @{
-
 
 /// Linear backward (chapter 2's `linear`, `y = x Wᵀ + b`): `dx = dy W`, `dweight += dyᵀ x`, `dbias += Σ_rows dy` (skipped when dbias is empty).
 /// @param dy `[N, out]` gradient of the output
@@ -45,7 +47,6 @@ inline namespace WB_IMPL {
 template <class T>
 void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
                      Mat<T>& dweight, Vec<T>& dbias);
-
 
 /// LayerNorm backward (chapter 7's `layer_norm`, `y = (x − mean) · rstd · gamma + beta` over
 /// each row, `rstd = 1 / sqrt(var + eps)`, var with correction 0). The forward returned only
@@ -66,8 +67,8 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 /// @throws ShapeError on any shape mismatch or D == 0
 /// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
 template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
-                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta);
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
+                         Vec<T>& dgamma, Vec<T>& dbeta);
 
 /// GELU backward (chapter 7's `gelu`, the exact form `x · Φ(x)`):
 /// `dx = dy · (Φ(x) + x φ(x))`, φ the standard normal density.
@@ -88,8 +89,8 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x);
 /// @throws ShapeError on any shape mismatch
 template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
-                               Cube<T>& dk, Cube<T>& dv);
+                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
+                               Cube<T>& dv);
 
 /// RoPE backward (chapter 3's `apply_rope`). The forward turns each pair of features
 /// (x[2i], x[2i+1]) of the token at position p = offset + t by the angle p θ_i,

@@ -58,9 +58,8 @@ NextToken shift_for_next_token(const TokenIds& tokens) {
     WB_STUB();
 }
 
-float gpt_forward(const GptParams<float>& params, const GptConfig& config,
-                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
-                  GptCache<float>& cache) {
+float gpt_forward(const GptParams<float>& params, const GptConfig& config, const TokenIds& inputs,
+                  const TokenIds& targets, std::int64_t ignore_index, GptCache<float>& cache) {
     // Spec: model.hpp, @throws first. Guide §10 (the forward, and what the cache keeps).
     (void)params, (void)config, (void)inputs, (void)targets, (void)ignore_index, (void)cache;
     WB_STUB();
@@ -90,11 +89,11 @@ void zero_grad(GptParams<T>& grads) {
 
 // The two instantiations of the parameter helpers: float for training, double for the
 // gradient checks. Keep them.
-#define WB_INSTANTIATE_MODEL(T)                                                                  \
-    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);                        \
-    template GptParams<T> zeros_like<T>(const GptParams<T>&);                                   \
-    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);                             \
-    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&);                 \
+#define WB_INSTANTIATE_MODEL(T)                                                 \
+    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);         \
+    template GptParams<T> zeros_like<T>(const GptParams<T>&);                   \
+    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);             \
+    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&); \
     template void zero_grad<T>(GptParams<T>&);
 
 WB_INSTANTIATE_MODEL(float)

@@ -82,52 +82,52 @@ struct GptBlock {
 /// Every trainable tensor of the GPT. The same struct holds the gradients (see zeros_like).
 template <class T>
 struct GptParams {
-    Mat<T> wte;                    ///< `[V, D]` token embedding table
-    Mat<T> wpe;                    ///< `[T_max, D]` learned position table; `[0, D]` with RoPE
+    Mat<T> wte;                       ///< `[V, D]` token embedding table
+    Mat<T> wpe;                       ///< `[T_max, D]` learned position table; `[0, D]` with RoPE
     std::vector<GptBlock<T>> blocks;  ///< L blocks
-    Vec<T> ln_f_g;                 ///< `[D]` final LayerNorm: scale
-    Vec<T> ln_f_b;                 ///< `[D]` final LayerNorm: shift
-    Mat<T> lm_head;                ///< `[V, D]` vocabulary projection, no bias, not tied to wte
+    Vec<T> ln_f_g;                    ///< `[D]` final LayerNorm: scale
+    Vec<T> ln_f_b;                    ///< `[D]` final LayerNorm: shift
+    Mat<T> lm_head;                   ///< `[V, D]` vocabulary projection, no bias, not tied to wte
 };
 
 /// One parameter tensor seen as a flat array: what an optimizer, a checkpoint or zero_grad
 /// needs, without knowing the model's structure.
 template <class T>
 struct ParamRef {
-    std::string name;   ///< e.g. `"wte"`, `"blocks.0.w_q"`, `"lm_head"`
-    T* data;            ///< the first element; the tensor is contiguous, row-major
-    std::size_t size;   ///< number of elements
-    Shape shape;        ///< PyTorch layout, e.g. `[D, D]`
+    std::string name;  ///< e.g. `"wte"`, `"blocks.0.w_q"`, `"lm_head"`
+    T* data;           ///< the first element; the tensor is contiguous, row-major
+    std::size_t size;  ///< number of elements
+    Shape shape;       ///< PyTorch layout, e.g. `[D, D]`
 };
 
 /// What one block's forward keeps for its backward (N = B·T rows).
 template <class T>
 struct GptBlockCache {
-    Mat<T> x_in;      ///< `[N, D]` residual stream entering the block
-    Mat<T> ln1;       ///< `[N, D]` LayerNorm 1 output
-    Cube<T> q;        ///< `[B, H, T, d]` queries (rotated, with RoPE)
-    Cube<T> k;        ///< `[B, H, T, d]` keys (rotated, with RoPE)
-    Cube<T> v;        ///< `[B, H, T, d]` values
-    Cube<T> att;      ///< `[B, H, T, T]` causal attention weights
-    Mat<T> att_out;   ///< `[N, D]` attention output with the heads merged (input of w_o)
-    Mat<T> x_mid;     ///< `[N, D]` residual stream after the attention half
-    Mat<T> ln2;       ///< `[N, D]` LayerNorm 2 output
-    Mat<T> fc;        ///< `[N, 4D]` FFN expansion before GELU
-    Mat<T> fc_gelu;   ///< `[N, 4D]` after GELU (input of w_proj)
+    Mat<T> x_in;     ///< `[N, D]` residual stream entering the block
+    Mat<T> ln1;      ///< `[N, D]` LayerNorm 1 output
+    Cube<T> q;       ///< `[B, H, T, d]` queries (rotated, with RoPE)
+    Cube<T> k;       ///< `[B, H, T, d]` keys (rotated, with RoPE)
+    Cube<T> v;       ///< `[B, H, T, d]` values
+    Cube<T> att;     ///< `[B, H, T, T]` causal attention weights
+    Mat<T> att_out;  ///< `[N, D]` attention output with the heads merged (input of w_o)
+    Mat<T> x_mid;    ///< `[N, D]` residual stream after the attention half
+    Mat<T> ln2;      ///< `[N, D]` LayerNorm 2 output
+    Mat<T> fc;       ///< `[N, 4D]` FFN expansion before GELU
+    Mat<T> fc_gelu;  ///< `[N, 4D]` after GELU (input of w_proj)
 };
 
 /// The activations of one forward, saved for gpt_backward (like llm.c's activation buffers).
 template <class T>
 struct GptCache {
-    std::size_t batch = 0;    ///< B
-    std::size_t seq_len = 0;  ///< T
-    TokenIds inputs;          ///< `[B, T]` the input ids
+    std::size_t batch = 0;                 ///< B
+    std::size_t seq_len = 0;               ///< T
+    TokenIds inputs;                       ///< `[B, T]` the input ids
     xt::xtensor<std::int64_t, 1> targets;  ///< `[N]` flattened targets (empty after gpt_logits)
     std::int64_t ignore_index = -1;        ///< the target value left out of the loss
     std::vector<GptBlockCache<T>> blocks;  ///< one per block
-    Mat<T> x_final;     ///< `[N, D]` residual stream after the last block
-    Mat<T> ln_f;        ///< `[N, D]` final LayerNorm output (input of lm_head)
-    Mat<T> logits;      ///< `[N, V]`
+    Mat<T> x_final;                        ///< `[N, D]` residual stream after the last block
+    Mat<T> ln_f;                           ///< `[N, D]` final LayerNorm output (input of lm_head)
+    Mat<T> logits;                         ///< `[N, V]`
     bool has_loss = false;  ///< true once gpt_forward computed a loss (gpt_backward needs it)
 };
 
@@ -145,8 +145,7 @@ inline constexpr double kGptLayerNormEps = 1e-5;
 inline std::string config_str(const GptConfig& c) {
     return "{V = " + std::to_string(c.V) + ", T_max = " + std::to_string(c.T_max) +
            ", D = " + std::to_string(c.D) + ", H = " + std::to_string(c.H) +
-           ", L = " + std::to_string(c.L) + ", positions = " + positions_name(c.positions) +
-           "}";
+           ", L = " + std::to_string(c.L) + ", positions = " + positions_name(c.positions) + "}";
 }
 
 /// Raises a ShapeError from `fn` unless every size of `c` is at least 1, H divides D and,
@@ -162,12 +161,14 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
                          " (each head has width d = D / H)");
     }
     if (c.positions == Positions::rope && (c.D / c.H) % 2 != 0) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": RoPE turns pairs of features, "
-                         "so the head width d = D / H = " + std::to_string(c.D / c.H) +
-                         " must be even");
+        throw ShapeError(fn + ": config " + config_str(c) +
+                         ": RoPE turns pairs of features, "
+                         "so the head width d = D / H = " +
+                         std::to_string(c.D / c.H) + " must be even");
     }
     if (c.positions != Positions::learned && c.positions != Positions::rope) {
-        throw ShapeError(fn + ": config " + config_str(c) + ": positions is neither learned "
+        throw ShapeError(fn + ": config " + config_str(c) +
+                         ": positions is neither learned "
                          "nor rope");
     }
 }
@@ -192,8 +193,7 @@ void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p
             std::equal(expected.begin(), expected.end(), t.shape().begin())) {
             return;
         }
-        const std::string full =
-            l == SIZE_MAX ? name : "blocks." + std::to_string(l) + "." + name;
+        const std::string full = l == SIZE_MAX ? name : "blocks." + std::to_string(l) + "." + name;
         throw ShapeError(std::string(fn) + ": " + which + " tensor " + full + " has shape " +
                          shape_str(t.shape()) + ", expected " + shape_str(Shape(expected)) +
                          " for config " + config_str(c));
@@ -201,9 +201,9 @@ void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p
     need("wte", SIZE_MAX, p.wte, {c.V, D});
     need("wpe", SIZE_MAX, p.wpe, {c.positions == Positions::learned ? c.T_max : 0, D});
     if (p.blocks.size() != c.L) {
-        throw ShapeError(std::string(fn) + ": " + which + " has " +
-                         std::to_string(p.blocks.size()) + " blocks, expected L = " +
-                         std::to_string(c.L) + " for config " + config_str(c));
+        throw ShapeError(
+            std::string(fn) + ": " + which + " has " + std::to_string(p.blocks.size()) +
+            " blocks, expected L = " + std::to_string(c.L) + " for config " + config_str(c));
     }
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<T>& b = p.blocks[l];
@@ -322,9 +322,8 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 /// @throws ValueError if T > T_max (the message names T and T_max), or an input id is
 ///         outside [0, V), or a target is neither in [0, V) nor ignore_index (the message names
 ///         the position and the id)
-float gpt_forward(const GptParams<float>& params, const GptConfig& config,
-                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
-                  GptCache<float>& cache);
+float gpt_forward(const GptParams<float>& params, const GptConfig& config, const TokenIds& inputs,
+                  const TokenIds& targets, std::int64_t ignore_index, GptCache<float>& cache);
 
 /// The logits alone, for inference: the same computation as gpt_forward without targets.
 /// @param params the model

@@ -21,8 +21,8 @@ void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& 
 
 template void adamw_step<float>(GptParams<float>&, const GptParams<float>&, AdamWState<float>&,
                                 const AdamWConfig&);
-template void adamw_step<double>(GptParams<double>&, const GptParams<double>&,
-                                 AdamWState<double>&, const AdamWConfig&);
+template void adamw_step<double>(GptParams<double>&, const GptParams<double>&, AdamWState<double>&,
+                                 const AdamWConfig&);
 
 }  // namespace WB_IMPL
 }  // namespace wb

@@ -5,12 +5,12 @@
 #include "9-kv-cache/kv_cache.hpp"
 
 // The functions the model is made of (kv_cache.hpp lists which step uses which).
-#include "1-tensors/tensors.hpp"        // split_heads, merge_heads, last_token_keep
-#include "2-embedding/embedding.hpp"    // embed, linear, next_token_logits
-#include "3-positions/positions.hpp"    // add_positions, apply_rope (both with an offset)
-#include "4-sdpa/sdpa.hpp"              // sdpa
-#include "6-masks/masks.hpp"            // causal_mask
-#include "7-blocks/blocks.hpp"          // layer_norm, gelu
+#include "1-tensors/tensors.hpp"      // split_heads, merge_heads, last_token_keep
+#include "2-embedding/embedding.hpp"  // embed, linear, next_token_logits
+#include "3-positions/positions.hpp"  // add_positions, apply_rope (both with an offset)
+#include "4-sdpa/sdpa.hpp"            // sdpa
+#include "6-masks/masks.hpp"          // causal_mask
+#include "7-blocks/blocks.hpp"        // layer_norm, gelu
 
 namespace wb {
 inline namespace WB_IMPL {
@@ -33,8 +33,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B) {
     WB_STUB();
 }
 
-Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
-                   const TokenIds& prompt, KvCache& cache) {
+Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, const TokenIds& prompt,
+                   KvCache& cache) {
     // Spec: kv_cache.hpp, @throws first. Guide §3 (prefill and decode, both position kinds) and
     // Hints (one helper for both).
     (void)params, (void)config, (void)prompt, (void)cache;

@@ -119,8 +119,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 ///         L layers of `[B, H, T_max, d]` (messages name "wb::prefill" and the shapes)
 /// @throws ValueError if T > T_max (the message names T and T_max), an id is outside
 ///         `[0, V)` (names the position and the id), or the cache is not empty (names its length)
-Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
-                   const TokenIds& prompt, KvCache& cache);
+Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, const TokenIds& prompt,
+                   KvCache& cache);
 
 /// Decode one step (§16): one new token per sequence at position `t = cache.length`, the
 /// offset of every position-aware call. In every layer it computes the new token's q, k, v

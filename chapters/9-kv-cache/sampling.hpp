@@ -25,7 +25,7 @@ namespace wb {
 struct SamplingOptions {
     float temperature = 1.0f;  ///< τ > 0: p = softmax(z / τ); below 1 sharper, above 1 flatter
     std::size_t top_k = 0;     ///< keep the k most likely tokens; 0 = off (keep all)
-    float top_p = 1.0f;        ///< keep the smallest set whose mass reaches top_p, in (0, 1]; 1 = off
+    float top_p = 1.0f;  ///< keep the smallest set whose mass reaches top_p, in (0, 1]; 1 = off
 };
 
 /// @}
@@ -70,8 +70,7 @@ std::int64_t greedy(const Vec<float>& logits);
 /// @return a token id in `[0, V)`
 /// @throws ShapeError if logits is empty (the message names "wb::sample")
 /// @throws ValueError for the options sampling_distribution rejects (names "wb::sample")
-std::int64_t sample(const Vec<float>& logits, const SamplingOptions& options,
-                    std::mt19937_64& rng);
+std::int64_t sample(const Vec<float>& logits, const SamplingOptions& options, std::mt19937_64& rng);
 
 /// Autoregressive generation of one sequence (B = 1) on the KV cache (§15, §16):
 /// ```

@@ -23,8 +23,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 }
 
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq,
-                        float* dk, float* dv) {
+                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                        float* dv) {
     // Spec: attention_kernel.hpp, @throws first. Guide §5 (the backward, weights recomputed) and
     // §6.
     (void)s, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)dout, (void)dq, (void)dk,

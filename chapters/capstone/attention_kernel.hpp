@@ -70,8 +70,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 /// @param dq, dk, dv `[B, H, T, d]` assigned (not accumulated)
 /// @throws ValueError if any of B, H, T, d is 0
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq,
-                        float* dk, float* dv);
+                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                        float* dv);
 
 /// Convenience wrapper: checks the shapes, then calls the raw attention_forward.
 /// @param q `[B, H, T, d]`, @param k `[B, H, T, d]`, @param v `[B, H, T, d]`
@@ -90,8 +90,7 @@ Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const 
 ///         differs from q's shape, lse is not `[B, H, T]`, or q has an axis of size 0
 void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
                         const Cube<float>& out, const xt::xtensor<float, 3>& lse,
-                        const Cube<float>& dout, Cube<float>& dq, Cube<float>& dk,
-                        Cube<float>& dv);
+                        const Cube<float>& dout, Cube<float>& dq, Cube<float>& dk, Cube<float>& dv);
 
 /// @}
 

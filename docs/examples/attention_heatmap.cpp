@@ -23,14 +23,16 @@
 #include "workbook/svg.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{"Draws the attention weights of every head of a masked self attention (chapter "
-                 "6) as an SVG heatmap: query down, key across, masked cells grey."};
+    CLI::App app{
+        "Draws the attention weights of every head of a masked self attention (chapter "
+        "6) as an SVG heatmap: query down, key across, masked cells grey."};
     std::string path = "attention_heatmap.svg";
     app.add_option("out", path, "the SVG file to write")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     try {
         // A toy vocabulary; id 0 is the padding token.
-        const std::vector<std::string> vocab = {"<pad>", "the", "cat", "sat", "on", "mat", "dogs", "bark", "loudly"};
+        const std::vector<std::string> vocab = {"<pad>", "the",  "cat",  "sat",   "on",
+                                                "mat",   "dogs", "bark", "loudly"};
         const std::size_t V = vocab.size(), D = 16, H = 4, T = 6;
         const wb::TokenIds ids = {{1, 2, 3, 4, 1, 5},   // the cat sat on the mat
                                   {6, 7, 8, 0, 0, 0}};  // dogs bark loudly <pad> <pad> <pad>
@@ -39,15 +41,16 @@ int main(int argc, char** argv) {
 
         // Embedding + sinusoidal positions: x [B, T, D]. Random weights attend almost
         // uniformly; a larger input spreads the scores so that the heads differ visibly.
-        wb::Tensor3 x = wb::embed(wb::init_embedding(V, D, 1), ids);   // [B, T, D]
+        wb::Tensor3 x = wb::embed(wb::init_embedding(V, D, 1), ids);      // [B, T, D]
         x = wb::add_positions(x, wb::sinusoidal_positions(T, D)) * 3.0f;  // [B, T, D]
 
         const wb::MhaParams params = wb::init_mha(D, H, false, 7);
-        const wb::Mask mask = wb::causal_padding_mask(lengths, T);       // [B, T, T]
+        const wb::Mask mask = wb::causal_padding_mask(lengths, T);         // [B, T, T]
         const wb::MhaResult result = wb::self_attention(x, params, mask);  // weights [B, H, T, T]
 
         std::vector<std::string> labels;
-        for (std::size_t t = 0; t < T; ++t) labels.push_back(vocab[static_cast<std::size_t>(ids(b, t))]);
+        for (std::size_t t = 0; t < T; ++t)
+            labels.push_back(vocab[static_cast<std::size_t>(ids(b, t))]);
         std::vector<wb::svg::Heatmap> panels;
         for (std::size_t h = 0; h < H; ++h) {
             wb::svg::Heatmap panel;
@@ -66,8 +69,9 @@ int main(int argc, char** argv) {
             }
             panels.push_back(panel);
         }
-        wb::svg::write_heatmaps(path, "attention weights, causal + padding mask (\"dogs bark loudly\" + 3 <pad>)",
-                                panels);
+        wb::svg::write_heatmaps(
+            path, "attention weights, causal + padding mask (\"dogs bark loudly\" + 3 <pad>)",
+            panels);
 
         // The same facts in text: each query's weights sum to 1 over the keys it may read.
         for (std::size_t i = 0; i < T; ++i) {

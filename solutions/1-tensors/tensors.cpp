@@ -46,8 +46,8 @@ Shape kept_shape(const S& shape, std::size_t axis) {
 // The indexing functions need at least one token to point at.
 void require_tokens(const char* function, const Tensor3& x) {
     if (x.shape(1) == 0) {
-        throw ShapeError(std::string(function) + ": x [B, T, D] has shape " +
-                         shape_str(x.shape()) + ", expected T >= 1 (there is no last token)");
+        throw ShapeError(std::string(function) + ": x [B, T, D] has shape " + shape_str(x.shape()) +
+                         ", expected T >= 1 (there is no last token)");
     }
 }
 
@@ -61,8 +61,7 @@ std::size_t product(const S& shape, std::size_t begin, std::size_t end) {
 void require_same_shape(const char* function, const Array& a, const Array& b) {
     if (a.shape() != b.shape()) {
         throw ShapeError(std::string(function) + ": a has shape " + shape_str(a.shape()) +
-                         " and b has shape " + shape_str(b.shape()) +
-                         ", expected the same shape");
+                         " and b has shape " + shape_str(b.shape()) + ", expected the same shape");
     }
 }
 
@@ -94,8 +93,8 @@ Tensor4 split_heads(const Tensor3& x, std::size_t H) {
     const std::size_t B = x.shape(0), T = x.shape(1), D = x.shape(2);
     if (H == 0 || D % H != 0) {
         throw ShapeError("wb::split_heads: x [B, T, D] has shape " + shape_str(x.shape()) +
-                         " and H = " + std::to_string(H) + ", expected H >= 1 dividing D = " +
-                         std::to_string(D));
+                         " and H = " + std::to_string(H) +
+                         ", expected H >= 1 dividing D = " + std::to_string(D));
     }
     const std::size_t d = D / H;
     // Group the D features of each token into H blocks of d: feature h*d + i -> (h, i).
@@ -108,7 +107,7 @@ Tensor3 merge_heads(const Tensor4& x) {
     const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3);
     // Undo the transpose first: tokens go back in front of the heads. Assigning to a Tensor4
     // makes a fresh row-major copy, which is what the reshape below needs.
-    Tensor4 tokens_first = xt::transpose(x, {0, 2, 1, 3});  // [B, T, H, d]
+    Tensor4 tokens_first = xt::transpose(x, {0, 2, 1, 3});      // [B, T, H, d]
     return xt::reshape_view(tokens_first, Shape{B, T, H * d});  // [B, T, D]
 }
 
@@ -122,8 +121,9 @@ Tensor4 transpose_last2(const Tensor4& k) {
 
 float dot(const Tensor1& q, const Tensor1& k) {
     if (q.size() != k.size()) {
-        throw ShapeError("wb::dot: q [d] has shape " + shape_str(q.shape()) + " and k [d] has shape " +
-                         shape_str(k.shape()) + ", expected the same length");
+        throw ShapeError("wb::dot: q [d] has shape " + shape_str(q.shape()) +
+                         " and k [d] has shape " + shape_str(k.shape()) +
+                         ", expected the same length");
     }
     float sum = 0.0f;
     for (std::size_t i = 0; i < q.size(); ++i) sum += q(i) * k(i);  // (q * k).sum()
@@ -134,10 +134,10 @@ Tensor4 matmul(const Tensor4& a, const Tensor4& b) {
     const std::size_t B = a.shape(0), H = a.shape(1), N = a.shape(2), K = a.shape(3);
     const std::size_t M = b.shape(3);
     if (b.shape(0) != B || b.shape(1) != H || b.shape(2) != K) {
-        throw ShapeError("wb::matmul: a [B, H, N, K] has shape " + shape_str(a.shape()) +
-                         " and b [B, H, K, M] has shape " + shape_str(b.shape()) +
-                         ", expected equal B and H, and b's axis 2 equal to a's K = " +
-                         std::to_string(K));
+        throw ShapeError(
+            "wb::matmul: a [B, H, N, K] has shape " + shape_str(a.shape()) +
+            " and b [B, H, K, M] has shape " + shape_str(b.shape()) +
+            ", expected equal B and H, and b's axis 2 equal to a's K = " + std::to_string(K));
     }
     Tensor4 out = xt::zeros<float>({B, H, N, M});  // [B, H, N, M]
     if (out.size() == 0 || K == 0) return out;     // nothing to multiply: an empty sum is 0
@@ -146,7 +146,7 @@ Tensor4 matmul(const Tensor4& a, const Tensor4& b) {
         for (std::size_t h = 0; h < H; ++h) {
             auto a2 = xt::view(a, bi, h, xt::all(), xt::all());  // [N, K]
             auto b2 = xt::view(b, bi, h, xt::all(), xt::all());  // [K, M]
-            Tensor2 prod = xt::linalg::dot(a2, b2);               // [N, M] (dot returns xarray)
+            Tensor2 prod = xt::linalg::dot(a2, b2);              // [N, M] (dot returns xarray)
             xt::view(out, bi, h, xt::all(), xt::all()) = prod;
         }
     }
@@ -165,8 +165,8 @@ Array softmax(const Array& x) {
     // "the keep_dims trap"). Subtracting it leaves the result unchanged and makes every
     // exponent <= 0, so exp never overflows.
     Array m = xt::amax(x, {axis}, xt::keep_dims);  // [..., 1]
-    Array e = xt::exp(x - m);                       // [..., n], each in (0, 1]
-    Array s = xt::sum(e, {axis}, xt::keep_dims);    // [..., 1], each >= 1
+    Array e = xt::exp(x - m);                      // [..., n], each in (0, 1]
+    Array s = xt::sum(e, {axis}, xt::keep_dims);   // [..., 1], each >= 1
     return e / s;
 }
 
@@ -176,7 +176,7 @@ Array mean(const Array& x, int axis, bool keepdims) {
         throw ShapeError("wb::mean: x has shape " + shape_str(x.shape()) + " and axis " +
                          std::to_string(axis) + " has size 0, expected at least one element");
     }
-    Array m = xt::mean(x, {ax});  // x's shape without `ax`
+    Array m = xt::mean(x, {ax});                         // x's shape without `ax`
     if (keepdims) m.reshape(kept_shape(x.shape(), ax));  // put the axis back, with size 1
     return m;
 }
@@ -255,7 +255,8 @@ Array stack(const std::vector<Array>& xs, int axis) {
         if (xs[i].shape() != xs[0].shape()) {
             throw ShapeError("wb::stack: xs[" + std::to_string(i) + "] has shape " +
                              shape_str(xs[i].shape()) + " but xs[0] has shape " +
-                             shape_str(xs[0].shape()) + ", expected every tensor to have the same shape");
+                             shape_str(xs[0].shape()) +
+                             ", expected every tensor to have the same shape");
         }
         parts.push_back(xt::expand_dims(xs[i], ax));  // a new axis of size 1 at `ax`
     }

@@ -25,8 +25,8 @@ std::uint64_t pair_key(std::int64_t left, std::int64_t right) {
 
 // Throws unless merge r uses ids defined before it, [0, 256 + r), and repeats no earlier pair.
 // `where` names the merge in the message ("merge 3", or "line 5 (merge 3)" when reading).
-void check_merge(const std::string& fn, const std::string& where, std::size_t r,
-                 const BpeMerge& m, std::unordered_set<std::uint64_t>& seen) {
+void check_merge(const std::string& fn, const std::string& where, std::size_t r, const BpeMerge& m,
+                 std::unordered_set<std::uint64_t>& seen) {
     const std::int64_t limit = kByteTokens + static_cast<std::int64_t>(r);
     for (const std::int64_t id : {m.left, m.right}) {
         if (id < 0 || id >= limit) {
@@ -36,8 +36,8 @@ void check_merge(const std::string& fn, const std::string& where, std::size_t r,
         }
     }
     if (!seen.insert(pair_key(m.left, m.right)).second) {
-        throw ValueError(fn + ": " + where + " repeats the pair (" + std::to_string(m.left) +
-                         ", " + std::to_string(m.right) +
+        throw ValueError(fn + ": " + where + " repeats the pair (" + std::to_string(m.left) + ", " +
+                         std::to_string(m.right) +
                          ") of an earlier merge (expected every pair once)");
     }
 }
@@ -74,7 +74,7 @@ struct Candidate {
 // A count change pushes a fresh heap entry; an entry whose count is no longer the pair's count
 // is stale and skipped when it reaches the top (cheaper than updating entries in place).
 struct PairStats {
-    std::unordered_map<std::uint64_t, std::int64_t> count;                // pair -> occurrences
+    std::unordered_map<std::uint64_t, std::int64_t> count;               // pair -> occurrences
     std::unordered_map<std::uint64_t, std::vector<std::int64_t>> where;  // pair -> left positions
     std::priority_queue<Candidate> heap;
 };
@@ -134,8 +134,7 @@ bool best_pair(PairStats& s, Candidate& best) {
 // Replaces every occurrence of (a, b) by z, left to right, and updates the counts: only the
 // pairs that touch a merged occurrence change, (p, a) → (p, z) on the left and (b, q) → (z, q)
 // on the right.
-void merge_everywhere(Sequence& seq, PairStats& s, std::int64_t a, std::int64_t b,
-                      std::int64_t z) {
+void merge_everywhere(Sequence& seq, PairStats& s, std::int64_t a, std::int64_t b, std::int64_t z) {
     const std::uint64_t key = pair_key(a, b);
     std::vector<std::int64_t> positions = std::move(s.where[key]);
     s.where.erase(key);
@@ -284,8 +283,8 @@ std::vector<BpeMerge> bpe_deserialize(const std::string& data) {
     std::unordered_set<std::uint64_t> seen;
     std::size_t at = newline + 1;
     for (std::size_t r = 0; r < count; ++r) {
-        const std::string line = "line " + std::to_string(r + 2) + " (merge " +
-                                 std::to_string(r) + ")";
+        const std::string line =
+            "line " + std::to_string(r + 2) + " (merge " + std::to_string(r) + ")";
         const std::size_t end = data.find('\n', at);
         if (end == std::string::npos) {
             throw ValueError(fn + ": " + line + " has no end of line (expected " +

@@ -25,10 +25,9 @@ void check_layer(const char* function, const char* what, const S& x_shape, const
     }
     const std::size_t out = W.shape(0), in = W.shape(1);
     if (x_shape.back() != in) {
-        throw ShapeError(std::string(function) + ": " + what + " has shape " +
-                         shape_str(x_shape) + ", but weight [out, in] has shape " +
-                         shape_str(W.shape()) + ": the last axis of x must be in = " +
-                         std::to_string(in));
+        throw ShapeError(std::string(function) + ": " + what + " has shape " + shape_str(x_shape) +
+                         ", but weight [out, in] has shape " + shape_str(W.shape()) +
+                         ": the last axis of x must be in = " + std::to_string(in));
     }
     if (layer.bias.size() != 0 && layer.bias.size() != out) {
         throw ShapeError(std::string(function) + ": bias has shape " +
@@ -56,8 +55,8 @@ Tensor3 tokens_times_weight_t(const Tensor3& x, const Linear& layer) {
     const std::size_t B = x.shape(0), T = x.shape(1), in = x.shape(2);
     const std::size_t out = layer.weight.shape(0);
     // Merging B and T keeps every token's features together: row b*T + t is x[b, t, :].
-    auto x2 = xt::reshape_view(x, {B * T, in});  // [B*T, in], no copy
-    Tensor2 y2 = rows_times_weight_t(x2, layer);  // [B*T, out]
+    auto x2 = xt::reshape_view(x, {B * T, in});     // [B*T, in], no copy
+    Tensor2 y2 = rows_times_weight_t(x2, layer);    // [B*T, out]
     Tensor3 y = xt::reshape_view(y2, {B, T, out});  // [B, T, out]
     return y;
 }
@@ -72,8 +71,8 @@ Tensor2 init_embedding(std::size_t V, std::size_t D, std::uint32_t seed) {
     checked_size("wb::init_embedding", "the table [V, D]", {V, D});
     std::mt19937 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);  // nn.Embedding: N(0, 1)
-    Tensor2 table = Tensor2::from_shape({V, D});  // [V, D]
-    for (auto& v : table) v = normal(gen);         // row-major: row 0 first
+    Tensor2 table = Tensor2::from_shape({V, D});         // [V, D]
+    for (auto& v : table) v = normal(gen);               // row-major: row 0 first
     return table;
 }
 
@@ -107,9 +106,9 @@ Tensor3 embed(const Tensor2& table, const TokenIds& ids) {
             // A bad id must not read outside the table: check before the lookup.
             if (id < 0 || id >= static_cast<std::int64_t>(V)) {
                 throw ValueError("wb::embed: token id " + std::to_string(id) + " at position " +
-                                 shape_str(Shape{b, t}) + " is out of range for a table of V = " +
-                                 std::to_string(V) + " rows (ids must be in [0, " +
-                                 std::to_string(V) + "))");
+                                 shape_str(Shape{b, t}) +
+                                 " is out of range for a table of V = " + std::to_string(V) +
+                                 " rows (ids must be in [0, " + std::to_string(V) + "))");
             }
             // The lookup is a row copy: token id -> row id of the table.
             xt::view(out, b, t, xt::all()) = xt::view(table, id, xt::all());
@@ -142,7 +141,7 @@ Tensor2 next_token_logits(const Tensor3& h, const Linear& head) {
     const std::size_t T = h.shape(1);
     // Generation only needs the last position: project [B, D], not all of [B, T, D].
     Tensor2 last = xt::view(h, xt::all(), T - 1, xt::all());  // [B, D]
-    return rows_times_weight_t(last, head);                    // [B, V]
+    return rows_times_weight_t(last, head);                   // [B, V]
 }
 
 }  // namespace WB_IMPL

@@ -20,7 +20,8 @@ Tensor2 sinusoidal_positions(std::size_t T, std::size_t D) {
     Tensor2 pe({T, D});  // [T, D]
     for (std::size_t i = 0; i < D / 2; ++i) {
         // ω_i = 1 / 10000^(2i/D): pair 0 turns 1 radian per token, the last pair barely moves.
-        const double omega = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+        const double omega =
+            std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(D));
         for (std::size_t p = 0; p < T; ++p) {
             const double angle = static_cast<double>(p) * omega;  // in double: p can be large
             pe(p, 2 * i) = static_cast<float>(std::sin(angle));
@@ -44,8 +45,9 @@ Tensor3 add_positions(const Tensor3& x, const Tensor2& table, std::int64_t offse
     }
     const std::size_t start = static_cast<std::size_t>(offset);
     if (start > T_max || T > T_max - start) {
-        throw ValueError("wb::add_positions: offset = " + std::to_string(offset) + ", T = " +
-                         std::to_string(T) + ": offset + T exceeds T_max = " + std::to_string(T_max) +
+        throw ValueError("wb::add_positions: offset = " + std::to_string(offset) +
+                         ", T = " + std::to_string(T) +
+                         ": offset + T exceeds T_max = " + std::to_string(T_max) +
                          ", the rows of table [T_max, D] " + shape_str(table.shape()) +
                          " (every position 0 .. offset + T - 1 needs a row)");
     }
@@ -79,7 +81,8 @@ Tensor4 apply_rope(const Tensor4& x, std::int64_t offset, float base) {
     Tensor2 sin_table({T, pairs});  // [T, d/2]
     for (std::size_t i = 0; i < pairs; ++i) {
         // θ_i = base^(-2i/d)
-        const double theta = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(d));
+        const double theta = std::pow(static_cast<double>(base),
+                                      -2.0 * static_cast<double>(i) / static_cast<double>(d));
         for (std::size_t t = 0; t < T; ++t) {
             const double position = static_cast<double>(offset) + static_cast<double>(t);
             const double angle = position * theta;  // in double: positions can be large

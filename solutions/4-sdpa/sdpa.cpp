@@ -34,9 +34,9 @@ void require_mask(const char* function, const Mask& mask, std::size_t B, std::si
     const auto& s = mask.allowed.shape();  // [B or 1, N, M]
     if ((s[0] != B && s[0] != 1) || s[1] != N || s[2] != M) {
         throw ShapeError(std::string(function) + ": mask.allowed has shape " + shape_str(s) +
-                         ", expected [B, N, M] = " + shape_str(Shape{B, N, M}) + " or [1, N, M] = " +
-                         shape_str(Shape{1, N, M}) + " to match scores [B, H, N, M] = " +
-                         scores_shape);
+                         ", expected [B, N, M] = " + shape_str(Shape{B, N, M}) +
+                         " or [1, N, M] = " + shape_str(Shape{1, N, M}) +
+                         " to match scores [B, H, N, M] = " + scores_shape);
     }
 }
 
@@ -64,15 +64,15 @@ Tensor4 softmax_keys(const Tensor4& s) {
     // Reductions are evaluated now and stored (the keep_dims trap: a lazy keep_dims reducer
     // broadcast inside an expression gives wrong numbers in xtensor 0.24).
     const auto now = xt::keep_dims | xt::evaluation_strategy::immediate;
-    Tensor4 m = xt::amax(s, {kKeyAxis}, now);   // [B, H, N, 1] row maxima
+    Tensor4 m = xt::amax(s, {kKeyAxis}, now);  // [B, H, N, 1] row maxima
     // The maximum of a fully masked row is -inf (xtensor 0.24 even reports the lowest float,
     // -3.4e38): subtract 0 there, never -inf, since -inf - (-inf) is NaN.
     m = xt::where(xt::isfinite(m), m, 0.0f);
-    Tensor4 e = xt::exp(s - m);                  // [B, H, N, M], each in [0, 1]
-    Tensor4 z = xt::sum(e, {kKeyAxis}, now);     // [B, H, N, 1], >= 1 unless fully masked
+    Tensor4 e = xt::exp(s - m);               // [B, H, N, M], each in [0, 1]
+    Tensor4 z = xt::sum(e, {kKeyAxis}, now);  // [B, H, N, 1], >= 1 unless fully masked
     // A fully masked row has only zeros and z = 0: divide by 1 instead, its weights stay 0.
     z = xt::where(xt::equal(z, 0.0f), 1.0f, z);
-    return e / z;                                // [B, H, N, M]
+    return e / z;  // [B, H, N, M]
 }
 
 }  // namespace
@@ -105,9 +105,9 @@ Tensor4 attention_scores(const Tensor4& q, const Tensor4& k) {
 Tensor4 masked_softmax(const Tensor4& scores, const std::optional<Mask>& mask) {
     const std::size_t B = scores.shape(0), N = scores.shape(2), M = scores.shape(3);
     if (mask) require_mask("wb::masked_softmax", *mask, B, N, M, shape_str(scores.shape()));
-    Tensor4 s = scores;                        // [B, H, N, M]
-    if (mask) hide_keys(s, *mask, kHidden);    // BEFORE the softmax: hidden keys get -inf
-    Tensor4 w = softmax_keys(s);               // [B, H, N, M], rows sum to 1 (or are all 0)
+    Tensor4 s = scores;                      // [B, H, N, M]
+    if (mask) hide_keys(s, *mask, kHidden);  // BEFORE the softmax: hidden keys get -inf
+    Tensor4 w = softmax_keys(s);             // [B, H, N, M], rows sum to 1 (or are all 0)
     return w;
 }
 
@@ -150,9 +150,9 @@ Attention sdpa(const Tensor4& q, const Tensor4& k, const Tensor4& v,
     if (mask) require_mask("wb::sdpa", *mask, B, N, M, shape_str(Shape{B, H, N, M}));
 
     Attention result;
-    Tensor4 scores = attention_scores(q, k);            // [B, H, N, M], scaled by 1/sqrt(d_k)
-    result.weights = masked_softmax(scores, mask);      // [B, H, N, M]
-    result.output = weighted_sum(result.weights, v);    // [B, H, N, d_v]
+    Tensor4 scores = attention_scores(q, k);          // [B, H, N, M], scaled by 1/sqrt(d_k)
+    result.weights = masked_softmax(scores, mask);    // [B, H, N, M]
+    result.output = weighted_sum(result.weights, v);  // [B, H, N, d_v]
     return result;
 }
 

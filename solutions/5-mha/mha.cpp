@@ -22,8 +22,8 @@ std::string num(std::size_t n) { return std::to_string(n); }
 void check_projection(const char* name, const Linear& w, std::size_t D) {
     if (w.weight.shape(0) != D || w.weight.shape(1) != D) {
         throw ShapeError(kMha + ": " + name + ".weight has shape " + shape_str(w.weight.shape()) +
-                         ", expected [D, D] = [" + num(D) + ", " + num(D) +
-                         "] (D = " + num(D) + " is w_q's input width)");
+                         ", expected [D, D] = [" + num(D) + ", " + num(D) + "] (D = " + num(D) +
+                         " is w_q's input width)");
     }
     if (w.bias.size() != 0 && w.bias.size() != D) {
         throw ShapeError(kMha + ": " + name + ".bias has shape " + shape_str(w.bias.shape()) +

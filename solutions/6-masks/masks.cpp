@@ -14,17 +14,17 @@ namespace {
 using Bool3 = xt::xtensor<bool, 3>;
 
 // Every length must fit in the M key positions; names the first one that does not.
-void check_lengths(const char* function, const std::vector<std::size_t>& lengths,
-                   std::size_t M, const char* M_name) {
+void check_lengths(const char* function, const std::vector<std::size_t>& lengths, std::size_t M,
+                   const char* M_name) {
     if (lengths.empty()) {
         throw ShapeError(std::string(function) +
                          ": lengths is empty (B = 0), expected one length per sequence");
     }
     for (std::size_t b = 0; b < lengths.size(); ++b) {
         if (lengths[b] > M) {
-            throw ValueError(std::string(function) + ": lengths[" + std::to_string(b) + "] = " +
-                             std::to_string(lengths[b]) + " is larger than " + M_name + " = " +
-                             std::to_string(M) + ", expected each length <= " + M_name);
+            throw ValueError(std::string(function) + ": lengths[" + std::to_string(b) +
+                             "] = " + std::to_string(lengths[b]) + " is larger than " + M_name +
+                             " = " + std::to_string(M) + ", expected each length <= " + M_name);
         }
     }
 }

@@ -66,7 +66,8 @@ void check_layer(const char* fn, const std::string& name, const Linear& l, std::
     }
     if (l.bias.size() != 0 && l.bias.size() != out) {
         throw ShapeError(std::string(fn) + ": " + name + ".bias has shape " +
-                         shape_str(l.bias.shape()) + ", expected [" + num(out) + "] or [0] (no bias)");
+                         shape_str(l.bias.shape()) + ", expected [" + num(out) +
+                         "] or [0] (no bias)");
     }
 }
 
@@ -75,7 +76,8 @@ void check_ffn(const char* fn, const std::string& name, const FfnParams& p, std:
     const std::size_t hidden = p.up.weight.shape(0);
     if (hidden == 0) {
         throw ShapeError(std::string(fn) + ": " + name + ".up.weight has shape " +
-                         shape_str(p.up.weight.shape()) + ", expected [hidden, D] with hidden >= 1");
+                         shape_str(p.up.weight.shape()) +
+                         ", expected [hidden, D] with hidden >= 1");
     }
     check_layer(fn, name + ".up", p.up, hidden, D, "[hidden, D]");
     check_layer(fn, name + ".down", p.down, D, hidden, "[D, hidden]");
@@ -88,8 +90,8 @@ void check_block(const char* fn, const std::string& prefix, const BlockParams& p
     // multi_head_attention checks the rest of its parameters itself; only the link to x here.
     if (p.attn.w_q.weight.shape(1) != D) {
         throw ShapeError(std::string(fn) + ": " + prefix + "attn.w_q.weight has shape " +
-                         shape_str(p.attn.w_q.weight.shape()) + ", expected [D, D] with D = " +
-                         num(D) + " (the width of x)");
+                         shape_str(p.attn.w_q.weight.shape()) +
+                         ", expected [D, D] with D = " + num(D) + " (the width of x)");
     }
 }
 
@@ -104,9 +106,9 @@ LayerNormParams init_layer_norm(std::size_t D) {
         throw ShapeError("wb::init_layer_norm: got D = 0, expected D >= 1 features");
     }
     LayerNormParams p;
-    p.gamma = xt::ones<float>({D});   // [D] scale 1: normalise only, until training says else
-    p.beta = xt::zeros<float>({D});   // [D] shift 0
-    p.eps = 1e-5f;                    // nn.LayerNorm's default
+    p.gamma = xt::ones<float>({D});  // [D] scale 1: normalise only, until training says else
+    p.beta = xt::zeros<float>({D});  // [D] shift 0
+    p.eps = 1e-5f;                   // nn.LayerNorm's default
     return p;
 }
 
@@ -124,7 +126,7 @@ Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p) {
     const Array rstd = 1.0f / xt::sqrt(v + p.eps);  // [B, T, 1], eps inside the sqrt
     const Array xhat = (xa - mu) * rstd;            // [B, T, D]: mean 0, variance ~1 per token
     // Scale and shift per feature: gamma [D] and beta [D] broadcast over B and T.
-    return xhat * p.gamma + p.beta;                 // [B, T, D]
+    return xhat * p.gamma + p.beta;  // [B, T, D]
 }
 
 Tensor3 rms_norm(const Tensor3& x, const Tensor1& gamma, float eps) {
@@ -185,7 +187,8 @@ Tensor3 swiglu_ffn(const Tensor3& x, const SwiGluParams& p) {
     const std::size_t hidden = p.gate.weight.shape(0);
     if (hidden == 0) {
         throw ShapeError("wb::swiglu_ffn: gate.weight has shape " +
-                         shape_str(p.gate.weight.shape()) + ", expected [hidden, D] with hidden >= 1");
+                         shape_str(p.gate.weight.shape()) +
+                         ", expected [hidden, D] with hidden >= 1");
     }
     check_layer("wb::swiglu_ffn", "gate", p.gate, hidden, D, "[hidden, D]");
     check_layer("wb::swiglu_ffn", "up", p.up, hidden, D, "[hidden, D]");
@@ -195,7 +198,7 @@ Tensor3 swiglu_ffn(const Tensor3& x, const SwiGluParams& p) {
     const Tensor3 u = linear(x, p.up);  // [B, T, hidden]
     auto iu = u.begin();
     for (auto& v : g) v = v * sigmoid(v) * *iu++;  // SiLU(gate) ⊙ up
-    return linear(g, p.down);           // [B, T, D]
+    return linear(g, p.down);                      // [B, T, D]
 }
 
 // ---- the block ------------------------------------------------------------------------------
@@ -207,9 +210,9 @@ BlockParams init_block(std::size_t D, std::size_t H, std::uint32_t seed) {
     }
     BlockParams p;
     p.ln1 = init_layer_norm(D);
-    p.attn = init_mha(D, H, true, seed);       // seeds seed .. seed + 3
+    p.attn = init_mha(D, H, true, seed);  // seeds seed .. seed + 3
     p.ln2 = init_layer_norm(D);
-    p.ffn = init_ffn(D, 4 * D, seed + 4);      // hidden 4D; seeds seed + 4, seed + 5
+    p.ffn = init_ffn(D, 4 * D, seed + 4);  // hidden 4D; seeds seed + 4, seed + 5
     return p;
 }
 
@@ -220,14 +223,14 @@ BlockResult block_forward(const Tensor3& x, const BlockParams& p, const std::opt
     check_block(fn, "", p, x.shape(2));
 
     // Attention sub-layer: read a normalised copy, add the result to the stream.
-    const Tensor3 h1 = layer_norm(x, p.ln1);            // [B, T, D]
-    MhaResult a = self_attention(h1, p.attn, mask);     // output [B, T, D], weights [B, H, T, T]
-    const Tensor3 y = x + a.output;                     // [B, T, D] residual
+    const Tensor3 h1 = layer_norm(x, p.ln1);         // [B, T, D]
+    MhaResult a = self_attention(h1, p.attn, mask);  // output [B, T, D], weights [B, H, T, T]
+    const Tensor3 y = x + a.output;                  // [B, T, D] residual
     // FFN sub-layer: the same pattern on the updated stream.
-    const Tensor3 h2 = layer_norm(y, p.ln2);            // [B, T, D]
+    const Tensor3 h2 = layer_norm(y, p.ln2);  // [B, T, D]
     BlockResult r;
-    r.output = y + ffn(h2, p.ffn);                      // [B, T, D] residual
-    r.weights = std::move(a.weights);                   // [B, H, T, T]
+    r.output = y + ffn(h2, p.ffn);     // [B, T, D] residual
+    r.weights = std::move(a.weights);  // [B, H, T, T]
     return r;
 }
 
@@ -239,7 +242,7 @@ BlockResult post_ln_block_forward(const Tensor3& x, const BlockParams& p,
     check_block(fn, "", p, x.shape(2));
 
     // The original Transformer: add first, normalise the sum (the stream itself).
-    MhaResult a = self_attention(x, p.attn, mask);  // reads X directly
+    MhaResult a = self_attention(x, p.attn, mask);               // reads X directly
     const Tensor3 y = layer_norm(Tensor3(x + a.output), p.ln1);  // [B, T, D]
     BlockResult r;
     r.output = layer_norm(Tensor3(y + ffn(y, p.ffn)), p.ln2);  // [B, T, D]

@@ -145,11 +145,11 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
     for (std::size_t i = 0; same && i < refs.size(); ++i) same = refs[i].shape == expected[i].shape;
     if (!same) {
         throw ShapeError(fn + ": params do not match the config (V = " + std::to_string(config.V) +
-                         ", T_max = " + std::to_string(config.T_max) + ", D = " +
-                         std::to_string(config.D) + ", H = " + std::to_string(config.H) +
-                         ", L = " + std::to_string(config.L) + "): " +
-                         std::to_string(refs.size()) + " tensors against " +
-                         std::to_string(expected.size()) + ", or a shape differs");
+                         ", T_max = " + std::to_string(config.T_max) +
+                         ", D = " + std::to_string(config.D) + ", H = " + std::to_string(config.H) +
+                         ", L = " + std::to_string(config.L) + "): " + std::to_string(refs.size()) +
+                         " tensors against " + std::to_string(expected.size()) +
+                         ", or a shape differs");
     }
     if (optimizer) {
         bool ok = optimizer->m.size() == refs.size() && optimizer->v.size() == refs.size();
@@ -157,8 +157,9 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
             ok = optimizer->m[i].size() == refs[i].size && optimizer->v[i].size() == refs[i].size;
         }
         if (!ok) {
-            throw ShapeError(fn + ": the optimizer state does not match the params (expected one m "
-                                  "and one v per tensor, each of the tensor's size)");
+            throw ShapeError(fn +
+                             ": the optimizer state does not match the params (expected one m "
+                             "and one v per tensor, each of the tensor's size)");
         }
     }
 
@@ -224,8 +225,9 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw FileError(where + ": cannot open the file");
     }
     if (!std::filesystem::is_regular_file(status)) {
-        throw FileError(where + ": cannot open the file: it is not a regular file (a directory, "
-                                "a device or a FIFO), expected a checkpoint file");
+        throw FileError(where +
+                        ": cannot open the file: it is not a regular file (a directory, "
+                        "a device or a FIFO), expected a checkpoint file");
     }
     const std::uintmax_t file_size = std::filesystem::file_size(path, error);
     std::ifstream in(path, std::ios::binary);
@@ -239,8 +241,8 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw FileError(where + ": truncated at byte " + std::to_string(in.gcount()) +
                         " (the file shrank while it was read)");
     }
-    const std::size_t size = file_size > SIZE_MAX / 2 ? SIZE_MAX / 2
-                                                      : static_cast<std::size_t>(file_size);
+    const std::size_t size =
+        file_size > SIZE_MAX / 2 ? SIZE_MAX / 2 : static_cast<std::size_t>(file_size);
 
     // 1. The magic: is this a checkpoint at all?
     const std::size_t magic_seen = std::min<std::size_t>(size, 8);
@@ -310,10 +312,10 @@ Checkpoint load_checkpoint(const std::string& path) {
     if (c.V == 0 || c.T_max == 0 || c.D == 0 || c.H == 0 || c.L == 0 || c.D % c.H != 0 ||
         (c.positions == Positions::rope && (c.D / c.H) % 2 != 0) || count == 0 ||
         4 * count > payload_size || has_optimizer > 1) {
-        throw FileError(where + ": invalid config V = " + std::to_string(c.V) + ", T_max = " +
-                        std::to_string(c.T_max) + ", D = " + std::to_string(c.D) + ", H = " +
-                        std::to_string(c.H) + ", L = " + std::to_string(c.L) + ", positions = " +
-                        positions_name(c.positions) + " (or optimizer flag " +
+        throw FileError(where + ": invalid config V = " + std::to_string(c.V) +
+                        ", T_max = " + std::to_string(c.T_max) + ", D = " + std::to_string(c.D) +
+                        ", H = " + std::to_string(c.H) + ", L = " + std::to_string(c.L) +
+                        ", positions = " + positions_name(c.positions) + " (or optimizer flag " +
                         std::to_string(has_optimizer) + ")");
     }
     ck.params = init_gpt<float>(c, 0);  // every tensor with its shape; the values are replaced

@@ -81,9 +81,10 @@ std::size_t check_targets(const char* function, const Mat<T>& logits,
 template <class T>
 void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const Cube<T>& v) {
     if (k.shape() != q.shape() || v.shape() != q.shape() || q.shape(3) == 0) {
-        throw ShapeError(std::string(function) + ": q [B, H, T, d] has shape " + shape_str(q.shape()) +
-                         ", k has shape " + shape_str(k.shape()) + " and v has shape " +
-                         shape_str(v.shape()) + ", expected three equal shapes with d >= 1");
+        throw ShapeError(std::string(function) + ": q [B, H, T, d] has shape " +
+                         shape_str(q.shape()) + ", k has shape " + shape_str(k.shape()) +
+                         " and v has shape " + shape_str(v.shape()) +
+                         ", expected three equal shapes with d >= 1");
     }
 }
 
@@ -102,12 +103,12 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
     if (dbias.size() != 0) need(f, "dbias [out]", dbias, {out}, "[out], or empty for no bias");
 
     // dx = dy W: each input feature collects the gradient of every output it fed. Assigned.
-    dx = xt::zeros<T>({N, in});                                // [N, in]
+    dx = xt::zeros<T>({N, in});  // [N, in]
     if (N > 0 && in > 0 && out > 0) {
-        dx = xt::linalg::dot(dy, weight);                      // [N, out] · [out, in]
+        dx = xt::linalg::dot(dy, weight);  // [N, out] · [out, in]
         // dweight += dyᵀ x: weight (o, i) met input i of every row, scaled by that row's dy_o.
-        Mat<T> dw = xt::linalg::dot(xt::transpose(dy), x);     // [out, N] · [N, in]
-        dweight += dw;                                         // ACCUMULATE, never assign
+        Mat<T> dw = xt::linalg::dot(xt::transpose(dy), x);  // [out, N] · [N, in]
+        dweight += dw;                                      // ACCUMULATE, never assign
     }
     // dbias += sum over rows of dy: the bias is added to every row.
     if (dbias.size() != 0) {
@@ -119,8 +120,8 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
 template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps,
-                         Mat<T>& dx, Vec<T>& dgamma, Vec<T>& dbeta) {
+void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
+                         Vec<T>& dgamma, Vec<T>& dbeta) {
     const char* f = "wb::layer_norm_backward";
     const std::size_t N = x.shape(0), D = x.shape(1);
     if (D == 0) {
@@ -180,11 +181,11 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
     }
     const T inv_sqrt2 = T(1) / std::sqrt(T(2));
     const T inv_sqrt2pi = T(1) / std::sqrt(T(2) * std::acos(T(-1)));  // 1/sqrt(2 pi)
-    Mat<T> dx = Mat<T>::from_shape(x.shape());  // [N, F]
+    Mat<T> dx = Mat<T>::from_shape(x.shape());                        // [N, F]
     for (std::size_t k = 0; k < x.size(); ++k) {
         const T v = x.data()[k];
         const T cdf = T(0.5) * (T(1) + std::erf(v * inv_sqrt2));  // Φ(x)
-        const T pdf = std::exp(T(-0.5) * v * v) * inv_sqrt2pi;     // φ(x) = Φ'(x)
+        const T pdf = std::exp(T(-0.5) * v * v) * inv_sqrt2pi;    // φ(x) = Φ'(x)
         // d/dx [x Φ(x)] = Φ(x) + x φ(x)   (product rule)
         dx.data()[k] = dy.data()[k] * (cdf + v * pdf);
     }
@@ -195,8 +196,8 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 
 template <class T>
 void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq,
-                               Cube<T>& dk, Cube<T>& dv) {
+                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
+                               Cube<T>& dv) {
     const char* f = "wb::causal_attention_backward";
     check_qkv(f, q, k, v);
     const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
@@ -264,7 +265,8 @@ Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
             // The forward's angle p θ_i in double, θ_i = base^(−2i/d).
             const double theta = std::pow(static_cast<double>(base),
                                           -2.0 * static_cast<double>(i) / static_cast<double>(d));
-            const T c = static_cast<T>(std::cos(p * theta)), sn = static_cast<T>(std::sin(p * theta));
+            const T c = static_cast<T>(std::cos(p * theta)),
+                    sn = static_cast<T>(std::sin(p * theta));
             for (std::size_t b = 0; b < B; ++b) {
                 for (std::size_t h = 0; h < H; ++h) {
                     const T g0 = dy(b, h, t, 2 * i), g1 = dy(b, h, t, 2 * i + 1);
@@ -286,8 +288,8 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
     const std::size_t B = ids.shape(0), Tn = ids.shape(1);
     const std::size_t V = dtable.shape(0), D = dtable.shape(1);
     need(f, "dout [B*T, D]", dout, {B * Tn, D},
-         "B*T rows from ids [B, T] = " + shape_str(ids.shape()) + ", D from dtable [V, D] = " +
-             shape_str(dtable.shape()));
+         "B*T rows from ids [B, T] = " + shape_str(ids.shape()) +
+             ", D from dtable [V, D] = " + shape_str(dtable.shape()));
     // Check every id before touching dtable, so that an error leaves it unchanged.
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t t = 0; t < Tn; ++t) {
@@ -303,8 +305,8 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
     // that occurs several times gets the SUM of its rows' gradients (+=, never =).
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t t = 0; t < Tn; ++t) {
-            const std::size_t row = b * Tn + t;                     // row of dout
-            const auto id = static_cast<std::size_t>(ids(b, t));   // row of dtable
+            const std::size_t row = b * Tn + t;                   // row of dout
+            const auto id = static_cast<std::size_t>(ids(b, t));  // row of dtable
             for (std::size_t c = 0; c < D; ++c) dtable(id, c) += dout(row, c);
         }
     }
@@ -315,7 +317,8 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
 template <class T>
 T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                         std::int64_t ignore_index) {
-    const std::size_t valid = check_targets("wb::cross_entropy_forward", logits, targets, ignore_index);
+    const std::size_t valid =
+        check_targets("wb::cross_entropy_forward", logits, targets, ignore_index);
     const std::size_t N = logits.shape(0), V = logits.shape(1);
     if (valid == 0) return T(0);  // nothing to learn from: 0, not 0/0
     T total = 0;
@@ -332,14 +335,15 @@ T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>
 template <class T>
 Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                               std::int64_t ignore_index) {
-    const std::size_t valid = check_targets("wb::cross_entropy_backward", logits, targets, ignore_index);
+    const std::size_t valid =
+        check_targets("wb::cross_entropy_backward", logits, targets, ignore_index);
     const std::size_t N = logits.shape(0), V = logits.shape(1);
     Mat<T> dlogits = xt::zeros<T>({N, V});  // [N, V]; ignored rows stay 0
     for (std::size_t n = 0; n < N; ++n) {
         if (targets(n) == ignore_index) continue;
         T* g = &dlogits(n, 0);
-        softmax_row(&logits(n, 0), g, V);                       // g = softmax(z)
-        g[static_cast<std::size_t>(targets(n))] -= T(1);        // − onehot(target)
+        softmax_row(&logits(n, 0), g, V);                                   // g = softmax(z)
+        g[static_cast<std::size_t>(targets(n))] -= T(1);                    // − onehot(target)
         for (std::size_t j = 0; j < V; ++j) g[j] /= static_cast<T>(valid);  // of the mean
     }
     return dlogits;
@@ -347,21 +351,21 @@ Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64
 
 // ---- The two instantiations: float for training, double for the gradient checks -------------
 
-#define WB_INSTANTIATE_LAYERS(T)                                                                  \
-    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,       \
-                                     Mat<T>&, Vec<T>&);                                          \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T,         \
-                                         Mat<T>&, Vec<T>&, Vec<T>&);                             \
-    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                              \
-    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                          \
-    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,   \
-                                               const Cube<T>&, const Cube<T>&, Cube<T>&,         \
-                                               Cube<T>&, Cube<T>&);                              \
-    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                \
-    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,      \
-                                        std::int64_t);                                           \
-    template Mat<T> cross_entropy_backward<T>(const Mat<T>&,                                     \
-                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t);
+#define WB_INSTANTIATE_LAYERS(T)                                                                   \
+    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,         \
+                                     Mat<T>&, Vec<T>&);                                            \
+    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T, Mat<T>&,  \
+                                         Vec<T>&, Vec<T>&);                                        \
+    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                                \
+    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                            \
+    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,     \
+                                               const Cube<T>&, const Cube<T>&, Cube<T>&, Cube<T>&, \
+                                               Cube<T>&);                                          \
+    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                  \
+    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,        \
+                                        std::int64_t);                                             \
+    template Mat<T> cross_entropy_backward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,  \
+                                              std::int64_t);
 
 WB_INSTANTIATE_LAYERS(float)
 WB_INSTANTIATE_LAYERS(double)

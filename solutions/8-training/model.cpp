@@ -32,8 +32,8 @@ void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c
                          ", expected B >= 1 and T >= 1");
     }
     if (seq > c.T_max) {
-        throw ValueError(fn + ": inputs [B, T] has shape " + shape_str(ids.shape()) + ": T = " +
-                         num(seq) + " exceeds T_max = " + num(c.T_max) +
+        throw ValueError(fn + ": inputs [B, T] has shape " + shape_str(ids.shape()) +
+                         ": T = " + num(seq) + " exceeds T_max = " + num(c.T_max) +
                          " (the longest sequence the model was made for)");
     }
     for (std::size_t b = 0; b < B; ++b) {
@@ -84,9 +84,9 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
 
     // Token embedding (chapter 2), then learned positions (chapter 3); RoPE adds nothing here,
     // it turns q and k inside every block.
-    Tensor3 x = embed(p.wte, inputs);              // [B, T, D]
-    if (!rope) x = add_positions(x, p.wpe, 0);     // + wpe[0..T)
-    const Mask causal = causal_mask(seq);          // [1, T, T], chapter 6
+    Tensor3 x = embed(p.wte, inputs);           // [B, T, D]
+    if (!rope) x = add_positions(x, p.wpe, 0);  // + wpe[0..T)
+    const Mask causal = causal_mask(seq);       // [1, T, T], chapter 6
 
     cache.blocks.resize(c.L);
     for (std::size_t l = 0; l < c.L; ++l) {
@@ -105,8 +105,8 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
             a.q = apply_rope(a.q, 0, kRopeBase);
             a.k = apply_rope(a.k, 0, kRopeBase);
         }
-        Attention att = sdpa(a.q, a.k, a.v, causal);  // chapters 4 and 6, scaled by 1/sqrt(d)
-        a.att = std::move(att.weights);               // [B, H, T, T]
+        Attention att = sdpa(a.q, a.k, a.v, causal);     // chapters 4 and 6, scaled by 1/sqrt(d)
+        a.att = std::move(att.weights);                  // [B, H, T, T]
         const Tensor3 merged = merge_heads(att.output);  // [B, T, D]
         a.att_out = rows(merged);
         x = x + linear(merged, as_linear(w.w_o, w.b_o));  // the residual: add, never replace
@@ -123,10 +123,11 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
     }
 
     // Final LayerNorm, then the vocabulary projection (§14): logits, never softmaxed here.
-    cache.x_final = rows(x);                                                  // [N, D]
-    const Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));   // [B, T, D]
+    cache.x_final = rows(x);                                                // [N, D]
+    const Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));  // [B, T, D]
     cache.ln_f = rows(ln_f);
-    cache.logits = rows(lm_head(ln_f, as_linear(p.lm_head, Vec<float>::from_shape({0}))));  // [N, V]
+    cache.logits =
+        rows(lm_head(ln_f, as_linear(p.lm_head, Vec<float>::from_shape({0}))));  // [N, V]
 }
 
 }  // namespace
@@ -247,9 +248,8 @@ NextToken shift_for_next_token(const TokenIds& tokens) {
     return out;
 }
 
-float gpt_forward(const GptParams<float>& params, const GptConfig& config,
-                  const TokenIds& inputs, const TokenIds& targets, std::int64_t ignore_index,
-                  GptCache<float>& cache) {
+float gpt_forward(const GptParams<float>& params, const GptConfig& config, const TokenIds& inputs,
+                  const TokenIds& targets, std::int64_t ignore_index, GptCache<float>& cache) {
     const std::string fn = "wb::gpt_forward";
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
@@ -263,9 +263,8 @@ float gpt_forward(const GptParams<float>& params, const GptConfig& config,
             const std::int64_t id = targets(b, t);
             if (id != ignore_index && (id < 0 || static_cast<std::size_t>(id) >= config.V)) {
                 throw ValueError(fn + ": targets[" + num(b) + ", " + num(t) + "] = " +
-                                 std::to_string(id) + " is outside [0, V) = [0, " +
-                                 num(config.V) + ") and is not ignore_index = " +
-                                 std::to_string(ignore_index));
+                                 std::to_string(id) + " is outside [0, V) = [0, " + num(config.V) +
+                                 ") and is not ignore_index = " + std::to_string(ignore_index));
             }
             flat(b * seq + t) = id;  // [B, T] -> [B·T], like the logits' rows (§21.7)
         }
@@ -291,7 +290,8 @@ Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
 
 // The cache must be what gpt_forward wrote for its B and T: a cache edited by hand (another
 // batch, a tensor of another size) would make the backward read outside its tensors.
-void check_backward_cache(const std::string& fn, const GptCache<float>& c, const GptConfig& config) {
+void check_backward_cache(const std::string& fn, const GptCache<float>& c,
+                          const GptConfig& config) {
     const std::size_t B = c.batch, seq = c.seq_len, D = config.D, H = config.H, d = D / H;
     const std::size_t N = checked_size(fn, "cache rows B x T", {B, seq});
     const char* f = fn.c_str();
@@ -320,8 +320,9 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     require_gpt_shapes(fn.c_str(), "params", params, config);
     require_gpt_shapes(fn.c_str(), "grads", grads, config);
     if (!cache.has_loss || cache.blocks.size() != config.L) {
-        throw ValueError(fn + ": the cache holds no loss: call gpt_forward (with targets) first; "
-                              "gpt_logits does not prepare a backward");
+        throw ValueError(fn +
+                         ": the cache holds no loss: call gpt_forward (with targets) first; "
+                         "gpt_logits does not prepare a backward");
     }
     const std::size_t B = cache.batch, seq = cache.seq_len, H = config.H;
     const bool rope = config.positions == Positions::rope;
@@ -333,7 +334,7 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     // Loss -> logits -> final LayerNorm.
     const Mat<T> dlogits =
         cross_entropy_backward(cache.logits, cache.targets, cache.ignore_index);  // [N, V]
-    Mat<T> dln_f;                                                                // [N, D]
+    Mat<T> dln_f;                                                                 // [N, D]
     linear_backward(dlogits, cache.ln_f, params.lm_head, dln_f, grads.lm_head, no_bias);
     Mat<T> dx;  // [N, D] gradient of the residual stream, walked back block by block
     layer_norm_backward(dln_f, cache.x_final, params.ln_f_g, eps, dx, grads.ln_f_g, grads.ln_f_b);
@@ -348,7 +349,7 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
         Mat<T> dfc_gelu;  // [N, 4D]
         linear_backward(dx, a.fc_gelu, w.w_proj, dfc_gelu, g.w_proj, g.b_proj);
         const Mat<T> dfc = gelu_backward(dfc_gelu, a.fc);  // [N, 4D]
-        Mat<T> dln2;                                        // [N, D]
+        Mat<T> dln2;                                       // [N, D]
         linear_backward(dfc, a.ln2, w.w_fc, dln2, g.w_fc, g.b_fc);
         Mat<T> dx_branch;  // [N, D]
         layer_norm_backward(dln2, a.x_mid, w.ln2_g, eps, dx_branch, g.ln2_g, g.ln2_b);
@@ -358,7 +359,7 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
         Mat<T> datt_out;  // [N, D]
         linear_backward(dx_mid, a.att_out, w.w_o, datt_out, g.w_o, g.b_o);
         const Cube<T> dheads = split_heads(seqs(datt_out, B, seq), H);  // [B, H, T, d]
-        Cube<T> dq, dk, dv;                                              // [B, H, T, d]
+        Cube<T> dq, dk, dv;                                             // [B, H, T, d]
         causal_attention_backward(dheads, a.q, a.k, a.v, a.att, dq, dk, dv);
         if (rope) {  // the gradients of the rotated q and k, turned back (chapter 3's angles)
             dq = rope_backward(dq, 0, kRopeBase);
@@ -394,11 +395,11 @@ void zero_grad(GptParams<T>& grads) {
 
 // The parameter helpers' two instantiations: float for training, double for the gradient
 // checks.
-#define WB_INSTANTIATE_MODEL(T)                                                                  \
-    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);                        \
-    template GptParams<T> zeros_like<T>(const GptParams<T>&);                                   \
-    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);                             \
-    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&);                 \
+#define WB_INSTANTIATE_MODEL(T)                                                 \
+    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);         \
+    template GptParams<T> zeros_like<T>(const GptParams<T>&);                   \
+    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);             \
+    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&); \
     template void zero_grad<T>(GptParams<T>&);
 
 WB_INSTANTIATE_MODEL(float)

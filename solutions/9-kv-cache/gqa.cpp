@@ -36,8 +36,9 @@ Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube
                          ": expected v to have the shape of k, [B, H_kv, S, d]");
     }
     if (k.shape(0) != B || k.shape(3) != d) {
-        throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": expected k [B, H_kv, S, d] with B = " +
-                         num(B) + " and d = " + num(d) + " as in q");
+        throw ShapeError(fn + ": " + shapes_str(q, k, v) +
+                         ": expected k [B, H_kv, S, d] with B = " + num(B) + " and d = " + num(d) +
+                         " as in q");
     }
     if (H % H_kv != 0) {
         throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": H_kv = " + num(H_kv) +
@@ -49,8 +50,8 @@ Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube
                          " <= S = " + num(S) + " (the queries are the last T of the S positions)");
     }
 
-    const std::size_t G = H / H_kv;        // query heads per K/V head
-    const std::size_t past = S - T;        // with causal: positions before the first query
+    const std::size_t G = H / H_kv;  // query heads per K/V head
+    const std::size_t past = S - T;  // with causal: positions before the first query
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
     Cube<float> out = xt::zeros<float>({B, H, T, d});  // [B, H, T, d]

@@ -28,8 +28,8 @@ std::string num(std::size_t n) { return std::to_string(n); }
 void check_model(const std::string& fn, const GptParams<float>& p, const GptConfig& c) {
     require_valid_config(fn, c);
     if (p.blocks.size() != c.L) {
-        throw ShapeError(fn + ": params has " + num(p.blocks.size()) + " blocks, expected L = " +
-                         num(c.L) + " for config " + config_str(c));
+        throw ShapeError(fn + ": params has " + num(p.blocks.size()) +
+                         " blocks, expected L = " + num(c.L) + " for config " + config_str(c));
     }
     // Every tensor the forward reads (wte, wpe: [T_max, D] or [0, D] with RoPE, each block's,
     // the final LayerNorm, lm_head).
@@ -70,13 +70,13 @@ Tensor4 cached(const Cube<float>& c, std::size_t end) {
 // single newest query of a decode step (the cache holds no future to hide).
 Tensor2 forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const TokenIds& ids,
                            std::size_t start, const std::optional<Mask>& mask, KvCache& cache) {
-    const std::size_t n = ids.shape(1), end = start + n;  // keys [0, end): history and new
+    const std::size_t n = ids.shape(1), end = start + n;   // keys [0, end): history and new
     const auto offset = static_cast<std::int64_t>(start);  // position of the first new token
     const bool rope = c.positions == Positions::rope;
     const float eps = static_cast<float>(kGptLayerNormEps);
 
-    Tensor3 x = embed(p.wte, ids);                       // [B, n, D]        chapter 2
-    if (!rope) x = add_positions(x, p.wpe, offset);      // rows wpe[start, start + n)  chapter 3
+    Tensor3 x = embed(p.wte, ids);                   // [B, n, D]        chapter 2
+    if (!rope) x = add_positions(x, p.wpe, offset);  // rows wpe[start, start + n)  chapter 3
 
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& blk = p.blocks[l];
@@ -85,8 +85,8 @@ Tensor2 forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const 
 
         // Attention half: q, k, v of the new tokens only (chapters 7, 2, 1).
         const Tensor3 h = layer_norm(x, LayerNormParams{blk.ln1_g, blk.ln1_b, eps});  // [B, n, D]
-        Tensor4 q = split_heads(linear(h, Linear{blk.w_q, blk.b_q}), c.H);  // [B, H, n, d]
-        Tensor4 k = split_heads(linear(h, Linear{blk.w_k, blk.b_k}), c.H);  // [B, H, n, d]
+        Tensor4 q = split_heads(linear(h, Linear{blk.w_q, blk.b_q}), c.H);        // [B, H, n, d]
+        Tensor4 k = split_heads(linear(h, Linear{blk.w_k, blk.b_k}), c.H);        // [B, H, n, d]
         const Tensor4 v = split_heads(linear(h, Linear{blk.w_v, blk.b_v}), c.H);  // [B, H, n, d]
         if (rope) {
             // Each new token is turned by its own absolute position start + i (chapter 3).
@@ -145,8 +145,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B) {
                         {kv_cache_elements(config, B), sizeof(float)});
 }
 
-Mat<float> prefill(const GptParams<float>& params, const GptConfig& config,
-                   const TokenIds& prompt, KvCache& cache) {
+Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, const TokenIds& prompt,
+                   KvCache& cache) {
     const std::string fn = "wb::prefill";
     check_model(fn, params, config);
     const std::size_t B = prompt.shape(0), T = prompt.shape(1);

@@ -41,7 +41,8 @@ void check_options(const std::string& fn, const SamplingOptions& o) {
                          ", expected a finite temperature > 0 (use greedy for the limit 0)");
     }
     if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
-        throw ValueError(fn + ": top_p = " + std::to_string(o.top_p) + ", expected top_p in (0, 1]");
+        throw ValueError(fn + ": top_p = " + std::to_string(o.top_p) +
+                         ", expected top_p in (0, 1]");
     }
 }
 
@@ -139,13 +140,13 @@ std::vector<std::int64_t> generate(const GptParams<float>& params, const GptConf
     // Compared without the sum, which would wrap around for max_new_tokens near SIZE_MAX.
     if (prompt.size() > config.T_max || max_new_tokens > config.T_max - prompt.size()) {
         throw ValueError(fn + ": prompt of " + std::to_string(prompt.size()) + " tokens + " +
-                         std::to_string(max_new_tokens) + " new tokens exceeds T_max = " +
-                         std::to_string(config.T_max));
+                         std::to_string(max_new_tokens) +
+                         " new tokens exceeds T_max = " + std::to_string(config.T_max));
     }
     for (std::size_t t = 0; t < prompt.size(); ++t) {
         if (prompt[t] < 0 || static_cast<std::size_t>(prompt[t]) >= config.V) {
-            throw ValueError(fn + ": prompt[" + std::to_string(t) + "] = " +
-                             std::to_string(prompt[t]) + " is outside [0, V) = [0, " +
+            throw ValueError(fn + ": prompt[" + std::to_string(t) +
+                             "] = " + std::to_string(prompt[t]) + " is outside [0, V) = [0, " +
                              std::to_string(config.V) + ")");
         }
     }

@@ -72,8 +72,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Raises a ValueError from `function` if an axis of the shape is 0.
 void require_positive(const char* function, const AttentionShape& s) {
     if (s.B == 0 || s.H == 0 || s.T == 0 || s.d == 0) {
-        throw ValueError(std::string(function) + ": got shape [B, H, T, d] = " +
-                         shape_str(Shape{s.B, s.H, s.T, s.d}) +
+        throw ValueError(std::string(function) +
+                         ": got shape [B, H, T, d] = " + shape_str(Shape{s.B, s.H, s.T, s.d}) +
                          ", expected every axis to be at least 1");
     }
 }
@@ -87,11 +87,11 @@ std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m;
 
 // What every task needs to know about the problem.
 struct Geometry {
-    std::size_t T;    // sequence length
-    std::size_t d;    // head width
-    std::size_t dp;   // d rounded up to NR: the width of every [rows, d] tile
-    std::size_t nb;   // number of query blocks (= key blocks) per head
-    float scale;      // 1 / sqrt(d)
+    std::size_t T;   // sequence length
+    std::size_t d;   // head width
+    std::size_t dp;  // d rounded up to NR: the width of every [rows, d] tile
+    std::size_t nb;  // number of query blocks (= key blocks) per head
+    float scale;     // 1 / sqrt(d)
 };
 
 // exp in plain multiply-adds, so that the softmax loops vectorise: the given wb::fast_exp
@@ -179,15 +179,15 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
     const std::size_t dp = g.dp, d = g.d;
     const std::size_t i0 = qb * BR, nq = std::min(BR, g.T - i0);
     const std::size_t Mr = round_up(nq, MR);
-    float* o = work;             // [BR, dp] running (unnormalised) output
-    float* qt = o + BR * dp;     // [d, BR] the query block, transposed
-    float* kb = qt + d * BR;     // [BC, dp] the key block
-    float* vb = kb + BC * dp;    // [BC, dp] the value block
-    float* st = vb + BC * dp;    // [BC, BR] scores, then weights, keys × queries
-    float* m = st + BC * BR;     // [BR] running max of the scaled scores
-    float* l = m + BR;           // [BR] running sum of exp(score - m)
-    float* mx = l + BR;          // [BR] max of this key block
-    float* alpha = mx + BR;      // [BR] rescaling of what was summed before this block
+    float* o = work;           // [BR, dp] running (unnormalised) output
+    float* qt = o + BR * dp;   // [d, BR] the query block, transposed
+    float* kb = qt + d * BR;   // [BC, dp] the key block
+    float* vb = kb + BC * dp;  // [BC, dp] the value block
+    float* st = vb + BC * dp;  // [BC, BR] scores, then weights, keys × queries
+    float* m = st + BC * BR;   // [BR] running max of the scaled scores
+    float* l = m + BR;         // [BR] running sum of exp(score - m)
+    float* mx = l + BR;        // [BR] max of this key block
+    float* alpha = mx + BR;    // [BR] rescaling of what was summed before this block
 
     load_transposed(qh + i0 * d, nq, BR, g, qt);
     std::fill(o, o + BR * dp, 0.0f);
@@ -213,7 +213,7 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
             const std::size_t first = j0 + j > i0 ? j0 + j - i0 : 0;  // first query that sees j
 #pragma omp simd
             for (std::size_t i = 0; i < BR; ++i) {
-                const float scaled = row[i] * g.scale;  // computed for every i: a select,
+                const float scaled = row[i] * g.scale;          // computed for every i: a select,
                 const float x = i >= first ? scaled : kNegInf;  //  not a branch, vectorises
                 row[i] = x;
                 mx[i] = x > mx[i] ? x : mx[i];
@@ -316,15 +316,15 @@ WB_ALWAYS_INLINE void backward_dkdv_body(const Geometry& g, const HeadPtrs& h, s
                                          float* work) {
     const std::size_t dp = g.dp, d = g.d;
     const std::size_t j0 = kb * BC, nk = std::min(BC, g.T - j0);
-    float* qt = work;           // [BR, dp] query block
-    float* gt = qt + BR * dp;   // [BR, dp] dout block
-    float* D = gt + BR * dp;    // [BR]
-    float* dka = D + BR;        // [BC, dp] dk of this key block, summed over query blocks
-    float* dva = dka + BC * dp; // [BC, dp] dv likewise
-    float* kt = dva + BC * dp;  // [d, BC] keys, transposed
-    float* vt = kt + d * BC;    // [d, BC] values, transposed
-    float* s = vt + d * BC;     // [BR, BC] scores, then weights P
-    float* ds = s + BR * BC;    // [BR, BC] dP, then dS · scale
+    float* qt = work;            // [BR, dp] query block
+    float* gt = qt + BR * dp;    // [BR, dp] dout block
+    float* D = gt + BR * dp;     // [BR]
+    float* dka = D + BR;         // [BC, dp] dk of this key block, summed over query blocks
+    float* dva = dka + BC * dp;  // [BC, dp] dv likewise
+    float* kt = dva + BC * dp;   // [d, BC] keys, transposed
+    float* vt = kt + d * BC;     // [d, BC] values, transposed
+    float* s = vt + d * BC;      // [BR, BC] scores, then weights P
+    float* ds = s + BR * BC;     // [BR, BC] dP, then dS · scale
 
     load_transposed(h.k + j0 * d, nk, BC, g, kt);
     load_transposed(h.v + j0 * d, nk, BC, g, vt);
@@ -368,15 +368,15 @@ WB_ALWAYS_INLINE void backward_dq_body(const Geometry& g, const HeadPtrs& h, std
     const std::size_t dp = g.dp, d = g.d;
     const std::size_t i0 = qb * BR, nq = std::min(BR, g.T - i0);
     const std::size_t Mr = round_up(nq, MR);
-    float* dqa = work;           // [BR, dp] dq of this query block, summed over key blocks
-    float* qt = dqa + BR * dp;   // [d, BR] query block, transposed
-    float* gt = qt + d * BR;     // [d, BR] dout block, transposed
-    float* kb = gt + d * BR;     // [BC, dp] key block
-    float* vb = kb + BC * dp;    // [BC, dp] value block
-    float* st = vb + BC * dp;    // [BC, BR] scores, keys × queries
-    float* dst = st + BC * BR;   // [BC, BR] dP, then dS · scale, keys × queries
-    float* D = dst + BC * BR;    // [BR] row terms
-    float* lse = D + BR;         // [BR] log-sum-exp of the block's rows
+    float* dqa = work;          // [BR, dp] dq of this query block, summed over key blocks
+    float* qt = dqa + BR * dp;  // [d, BR] query block, transposed
+    float* gt = qt + d * BR;    // [d, BR] dout block, transposed
+    float* kb = gt + d * BR;    // [BC, dp] key block
+    float* vb = kb + BC * dp;   // [BC, dp] value block
+    float* st = vb + BC * dp;   // [BC, BR] scores, keys × queries
+    float* dst = st + BC * BR;  // [BC, BR] dP, then dS · scale, keys × queries
+    float* D = dst + BC * BR;   // [BR] row terms
+    float* lse = D + BR;        // [BR] log-sum-exp of the block's rows
 
     load_transposed(h.q + i0 * d, nq, BR, g, qt);
     load_transposed(h.dout + i0 * d, nq, BR, g, gt);
@@ -435,8 +435,7 @@ WB_AVX2 void forward_block_avx2(const Geometry& g, const float* qh, const float*
                                 float* work) {
     forward_block_body<4>(g, qh, kh, vh, oh, lh, qb, work);
 }
-WB_AVX2 void backward_dkdv_avx2(const Geometry& g, const HeadPtrs& h, std::size_t kb,
-                                float* work) {
+WB_AVX2 void backward_dkdv_avx2(const Geometry& g, const HeadPtrs& h, std::size_t kb, float* work) {
     backward_dkdv_body<4>(g, h, kb, work);
 }
 WB_AVX2 void backward_dq_avx2(const Geometry& g, const HeadPtrs& h, std::size_t qb, float* work) {
@@ -525,8 +524,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 }
 
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq,
-                        float* dk, float* dv) {
+                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                        float* dv) {
     require_positive("wb::attention_backward", s);
     const Geometry g = geometry_of(s);
     const long long tasks = static_cast<long long>(s.B * s.H * ((g.nb + 1) / 2));
@@ -545,7 +544,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
 
     auto head = [&](std::size_t bh) {
         const std::size_t off = bh * s.T * s.d;
-        return HeadPtrs{q + off,  k + off,  v + off,  out + off, lse + bh * s.T,
+        return HeadPtrs{q + off,    k + off,  v + off,  out + off, lse + bh * s.T,
                         dout + off, dq + off, dk + off, dv + off};
     };
 
@@ -582,7 +581,7 @@ Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const 
     require_shape(fn, "k", k, qs);
     require_shape(fn, "v", v, qs);
     const AttentionShape s = shape_of(q);
-    Cube<float> out(q.shape());                              // [B, H, T, d]
+    Cube<float> out(q.shape());                                // [B, H, T, d]
     lse = xt::xtensor<float, 3>::from_shape({s.B, s.H, s.T});  // [B, H, T]
     attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
     return out;

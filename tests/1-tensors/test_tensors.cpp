@@ -1,8 +1,8 @@
 // Chapter 1 checks: tensors. Every expected number below is hard-coded and says where it came
 // from: by hand, or PyTorch 1.13 (`/usr/bin/python3`, float32). None is computed with the code
 // under test.
-#include "check.hpp"
 #include "1-tensors/tensors.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -50,7 +50,8 @@ const float kInf = std::numeric_limits<float>::infinity();
 
 // ---- indexing (§21.2) ------------------------------------------------------------------------
 
-TEST_CASE("last_token is x[:, -1, :] and drops the T axis, randn(2, 4, 8) -> [B, D]", "[indexing]") {
+TEST_CASE("last_token is x[:, -1, :] and drops the T axis, randn(2, 4, 8) -> [B, D]",
+          "[indexing]") {
     // §21.1–21.2: x = torch.randn(2, 4, 8): 3 axes, 64 numbers, x.size(-1) = 8,
     // x[0] is [4, 8], x[0, 0] is [8] (plain xtensor facts, stated here as the notes state them).
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
@@ -100,8 +101,9 @@ TEST_CASE("drop_last_token is x[:, :-1, :] and drops only the last token, [B, T 
     // arange(12).reshape(2, 3, 2)[:, :-1, :] (by hand).
     const auto a = arange_as<wb::Tensor3>({2, 3, 2});
     const wb::Tensor3 expected = {{{0, 1}, {2, 3}}, {{6, 7}, {8, 9}}};
-    WB_CHECK_CLOSE(wb::drop_last_token(a), expected, 1e-6,
-                   "keep the first T - 1 tokens (did you drop the first token instead, x[:, 1:, :]?)");
+    WB_CHECK_CLOSE(
+        wb::drop_last_token(a), expected, 1e-6,
+        "keep the first T - 1 tokens (did you drop the first token instead, x[:, 1:, :]?)");
 
     // T = 1 leaves no token: [B, 0, D].
     const auto one = arange_as<wb::Tensor3>({2, 1, 3});
@@ -151,7 +153,7 @@ TEST_CASE("split_heads equals per-head slicing of the projections (B=2, T=4, D=8
     const std::size_t B = 2, T = 4, D = 8, H = 2, d = D / H;
     const auto x = wbtest::randn<wb::Tensor3>({B, T, D}, 42);
     const auto W = wbtest::randn<wb::Tensor2>({D, D}, 7);  // [out, in], as nn.Linear stores it
-    wb::Tensor3 q = wb::Tensor3::from_shape({B, T, D});     // q = x @ W.T, by plain loops
+    wb::Tensor3 q = wb::Tensor3::from_shape({B, T, D});    // q = x @ W.T, by plain loops
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < T; ++t)
             for (std::size_t o = 0; o < D; ++o) {
@@ -196,11 +198,11 @@ TEST_CASE("merge_heads inverts split_heads and has hard-coded values", "[heads]"
 TEST_CASE("split_heads rejects H that does not divide D, and H == 0", "[heads][errors]") {
     const auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 1);
     WB_CHECK_THROWS(wb::ShapeError, wb::split_heads(x, 3),
-                    "D % H != 0 must be refused with D and H in the message",
-                    "wb::split_heads", "[2, 4, 8]", "H = 3", "D = 8");
+                    "D % H != 0 must be refused with D and H in the message", "wb::split_heads",
+                    "[2, 4, 8]", "H = 3", "D = 8");
     WB_CHECK_THROWS(wb::ShapeError, wb::split_heads(x, 0),
-                    "H = 0 must be refused before dividing by it",
-                    "wb::split_heads", "[2, 4, 8]", "H = 0");
+                    "H = 0 must be refused before dividing by it", "wb::split_heads", "[2, 4, 8]",
+                    "H = 0");
 }
 
 TEST_CASE("transpose_last2 swaps only the last two axes (K.transpose(-2, -1))", "[heads]") {
@@ -222,8 +224,8 @@ TEST_CASE("dot is the sum of element-wise products, (q * k).sum()", "[products]"
     const wb::Tensor1 q = {1, 2, 3};
     const wb::Tensor1 k = {4, 5, 6};
     const float got = wb::dot(q, k);
-    INFO("expected 1*4 + 2*5 + 3*6 = 32 (by hand), got " << got
-                                                         << "\nhint: multiply element-wise, then sum");
+    INFO("expected 1*4 + 2*5 + 3*6 = 32 (by hand), got "
+         << got << "\nhint: multiply element-wise, then sum");
     CHECK(got == Approx(32.0f).epsilon(1e-6));
 
     const wb::Tensor1 u = {0.5f, -1.0f};
@@ -232,8 +234,7 @@ TEST_CASE("dot is the sum of element-wise products, (q * k).sum()", "[products]"
     CHECK(wb::dot(u, v) == Approx(0.75f).epsilon(1e-6));
 
     WB_CHECK_THROWS(wb::ShapeError, wb::dot(q, u),
-                    "vectors of different lengths have no dot product",
-                    "wb::dot", "[3]", "[2]");
+                    "vectors of different lengths have no dot product", "wb::dot", "[3]", "[2]");
 }
 
 TEST_CASE("matmul multiplies the last two axes per (batch, head), hand-computed values",
@@ -275,7 +276,8 @@ TEST_CASE("matmul equals per-element dot products and builds Q K^T scores", "[pr
                     expected(b, h, i, j) = s;
                 }
     const wb::Tensor4 scores = wb::matmul(q, wb::transpose_last2(k));
-    WB_CHECK_SHAPE(scores, (wb::Shape{2, 3, 4, 4}), "scores of [B, H, T, d] queries are [B, H, T, T]");
+    WB_CHECK_SHAPE(scores, (wb::Shape{2, 3, 4, 4}),
+                   "scores of [B, H, T, d] queries are [B, H, T, T]");
     WB_CHECK_CLOSE(scores, expected, 1e-5,
                    "each score is the dot product of one query row and one key row of the same "
                    "(batch, head)");
@@ -287,12 +289,12 @@ TEST_CASE("matmul rejects mismatched B, H or K", "[products][errors]") {
     const auto bad_b = wbtest::randn<wb::Tensor4>({1, 3, 5, 6}, 3);
     const auto bad_h = wbtest::randn<wb::Tensor4>({2, 2, 5, 6}, 4);
     WB_CHECK_THROWS(wb::ShapeError, wb::matmul(a, bad_k),
-                    "the inner sizes must agree: a's last axis (K) and b's axis 2",
-                    "wb::matmul", "[2, 3, 4, 5]", "[2, 3, 4, 6]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::matmul(a, bad_b),
-                    "the batch axes B must agree", "wb::matmul", "[2, 3, 4, 5]", "[1, 3, 5, 6]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::matmul(a, bad_h),
-                    "the head axes H must agree", "wb::matmul", "[2, 3, 4, 5]", "[2, 2, 5, 6]");
+                    "the inner sizes must agree: a's last axis (K) and b's axis 2", "wb::matmul",
+                    "[2, 3, 4, 5]", "[2, 3, 4, 6]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::matmul(a, bad_b), "the batch axes B must agree",
+                    "wb::matmul", "[2, 3, 4, 5]", "[1, 3, 5, 6]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::matmul(a, bad_h), "the head axes H must agree",
+                    "wb::matmul", "[2, 3, 4, 5]", "[2, 2, 5, 6]");
 }
 
 // ---- softmax (§21.4) -------------------------------------------------------------------------
@@ -324,14 +326,16 @@ TEST_CASE("softmax of a 3x4 matrix is right in every row, not just summing to 1 
     for (std::size_t r = 0; r < 3; ++r) {
         float sum = 0.0f;
         for (std::size_t c = 0; c < 4; ++c) sum += p(r, c);
-        INFO("row " << r << " sums to " << sum << ", expected 1\nhint: divide by the sum over "
-                    "the last axis");
+        INFO("row " << r << " sums to " << sum
+                    << ", expected 1\nhint: divide by the sum over "
+                       "the last axis");
         CHECK(sum == Approx(1.0f).margin(1e-5));
     }
-    WB_CHECK_CLOSE(p, expected, 1e-6,
-                   "rows can sum to 1 and still be wrong: `x - xt::amax(x, {1}, xt::keep_dims)` "
-                   "used lazily gives wrong maxima (row 0 becomes [0.25, 0.25, 0.25, 0.25]); store "
-                   "the max (and the sum) in an Array before broadcasting (README: the keep_dims trap)");
+    WB_CHECK_CLOSE(
+        p, expected, 1e-6,
+        "rows can sum to 1 and still be wrong: `x - xt::amax(x, {1}, xt::keep_dims)` "
+        "used lazily gives wrong maxima (row 0 becomes [0.25, 0.25, 0.25, 0.25]); store "
+        "the max (and the sum) in an Array before broadcasting (README: the keep_dims trap)");
 }
 
 TEST_CASE("softmax survives logits of +-1000 (stable, exact values)", "[softmax]") {
@@ -353,10 +357,10 @@ TEST_CASE("softmax works on rank-4 scores [B, H, T, T] along the last axis", "[s
     // torch.softmax(x, -1) for x of shape [2, 1, 2, 3] (values below).
     const wb::Array x = {{{{0.5f, -1.5f, 2.0f}, {1.0f, 1.0f, 1.0f}}},
                          {{{-3.0f, 0.0f, 3.0f}, {10.0f, -10.0f, 0.0f}}}};
-    const wb::Array expected = {{{{0.17803021f, 0.024093768f, 0.79787600f},
-                                  {0.33333334f, 0.33333334f, 0.33333334f}}},
-                                {{{0.0023556333f, 0.047314156f, 0.95033026f},
-                                  {0.99995458f, 2.0610600e-09f, 4.5397868e-05f}}}};
+    const wb::Array expected = {
+        {{{0.17803021f, 0.024093768f, 0.79787600f}, {0.33333334f, 0.33333334f, 0.33333334f}}},
+        {{{0.0023556333f, 0.047314156f, 0.95033026f},
+          {0.99995458f, 2.0610600e-09f, 4.5397868e-05f}}}};
     const wb::Array p = wb::softmax(x);
     WB_CHECK_SHAPE(p, (wb::Shape{2, 1, 2, 3}), "softmax keeps the shape");
     WB_CHECK_CLOSE(p, expected, 1e-6,
@@ -366,8 +370,8 @@ TEST_CASE("softmax works on rank-4 scores [B, H, T, T] along the last axis", "[s
 
 TEST_CASE("softmax rejects a rank-0 input and an empty last axis", "[softmax][errors]") {
     const wb::Array scalar = 3.0f;
-    WB_CHECK_THROWS(wb::ShapeError, wb::softmax(scalar),
-                    "a scalar has no last axis to normalise", "wb::softmax", "[]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::softmax(scalar), "a scalar has no last axis to normalise",
+                    "wb::softmax", "[]");
     const wb::Array empty = wb::Array::from_shape({2, 0});
     WB_CHECK_THROWS(wb::ShapeError, wb::softmax(empty),
                     "an empty row has no probabilities summing to 1", "wb::softmax", "[2, 0]");
@@ -437,15 +441,17 @@ TEST_CASE("var with correction 0 (LayerNorm) and correction 1 (torch.var default
     const wb::Array v1c1 = {1.0f, 2.3333333f};
     // With several rows, a lazy `auto mu = xt::mean(x, {axis}, xt::keep_dims)` subtracted from x
     // gives wrong deviations (the keep_dims trap); a single vector does not show it.
-    const char* trap = " (right for a vector but wrong here? store the keep_dims mean in an Array "
-                       "before subtracting it: README, the keep_dims trap)";
+    const char* trap =
+        " (right for a vector but wrong here? store the keep_dims mean in an Array "
+        "before subtracting it: README, the keep_dims trap)";
     WB_CHECK_CLOSE(wb::var(m, 0, 0, false), v0c0, 1e-5,
                    std::string("variance down the columns, divide by n") + trap);
     WB_CHECK_CLOSE(wb::var(m, 0, 1, false), v0c1, 1e-5,
                    std::string("variance down the columns, divide by n - 1") + trap);
     WB_CHECK_CLOSE(wb::var(m, -1, 0, true), v1c0_kept, 1e-5,
                    std::string("per-row variance as LayerNorm needs it: correction 0, keepdims -> "
-                               "[2, 1]") + trap);
+                               "[2, 1]") +
+                       trap);
     WB_CHECK_CLOSE(wb::var(m, 1, 1, false), v1c1, 1e-5,
                    std::string("per-row sample variance, shape [2]") + trap);
 }
@@ -456,11 +462,12 @@ TEST_CASE("var rejects an axis out of range and n - correction <= 0", "[reductio
                     "a [2, 3] tensor has axes 0, 1 (or -2, -1)", "wb::var", "axis 2", "[2, 3]");
     const wb::Array column = shaped({3, 1}, {1, 2, 3});
     WB_CHECK_THROWS(wb::ValueError, wb::var(column, 1, 1, false),
-                    "one value has no sample variance: n - correction = 0",
-                    "wb::var", "[3, 1]", "n = 1", "correction = 1");
+                    "one value has no sample variance: n - correction = 0", "wb::var", "[3, 1]",
+                    "n = 1", "correction = 1");
     const wb::Array empty = wb::Array::from_shape({2, 0});
     WB_CHECK_THROWS(wb::ValueError, wb::var(empty, -1, 0, false),
-                    "zero values have no variance: n - correction = 0", "wb::var", "[2, 0]", "n = 0");
+                    "zero values have no variance: n - correction = 0", "wb::var", "[2, 0]",
+                    "n = 0");
 }
 
 // ---- joining (§21.5) -------------------------------------------------------------------------
@@ -501,8 +508,7 @@ TEST_CASE("cat joins along an existing axis, stack along a new one", "[joining]"
                    "position rank, since the result has one more axis");
 }
 
-TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes",
-          "[joining][errors]") {
+TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes", "[joining][errors]") {
     const wb::Array a = {{1, 2, 3}, {4, 5, 6}};
     const wb::Array wide = wb::Array::from_shape({2, 4});
     const wb::Array flat = {1, 2, 3};
@@ -512,20 +518,22 @@ TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes",
     WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, wide}, 0),
                     "cat needs every axis but the joined one to match", "wb::cat", "[2, 4]",
                     "[2, 3]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, flat}, 0),
-                    "cat needs tensors of the same rank", "wb::cat", "[3]", "[2, 3]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, a}, 2),
-                    "a [2, 3] tensor has axes 0, 1 (or -2, -1)", "wb::cat", "axis 2", "[2, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, flat}, 0), "cat needs tensors of the same rank",
+                    "wb::cat", "[3]", "[2, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, a}, 2), "a [2, 3] tensor has axes 0, 1 (or -2, -1)",
+                    "wb::cat", "axis 2", "[2, 3]");
 
     WB_CHECK_THROWS(wb::ShapeError, wb::stack({}, 0), "nothing to join", "wb::stack", "empty");
-    WB_CHECK_THROWS(wb::ShapeError, wb::stack({a, tall}, 0),
-                    "stack needs identical shapes", "wb::stack", "[3, 2]", "[2, 3]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::stack({a, a}, 3),
-                    "stacking [2, 3] tensors gives rank 3: the new axis goes at 0 .. 2 (or -3 .. -1)",
-                    "wb::stack", "axis 3", "[2, 3]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::stack({a, a}, -4),
-                    "stacking [2, 3] tensors gives rank 3: the new axis goes at 0 .. 2 (or -3 .. -1)",
-                    "wb::stack", "axis -4", "[2, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::stack({a, tall}, 0), "stack needs identical shapes",
+                    "wb::stack", "[3, 2]", "[2, 3]");
+    WB_CHECK_THROWS(
+        wb::ShapeError, wb::stack({a, a}, 3),
+        "stacking [2, 3] tensors gives rank 3: the new axis goes at 0 .. 2 (or -3 .. -1)",
+        "wb::stack", "axis 3", "[2, 3]");
+    WB_CHECK_THROWS(
+        wb::ShapeError, wb::stack({a, a}, -4),
+        "stacking [2, 3] tensors gives rank 3: the new axis goes at 0 .. 2 (or -3 .. -1)",
+        "wb::stack", "axis -4", "[2, 3]");
 }
 
 // ---- comparing (§21.8) -----------------------------------------------------------------------
@@ -545,8 +553,9 @@ TEST_CASE("max_abs_diff reports the largest difference and propagates NaN", "[co
     const wb::Array with_nan = {1.0f, kNaN, 3.0f};
     const wb::Array ref = {1.0f, 2.0f, 3.0f};
     const float nan_diff = wb::max_abs_diff(with_nan, ref);
-    INFO("got " << nan_diff << ", expected nan\nhint: a NaN must not hide: std::max(d, NaN) "
-         "keeps d, so test std::isnan");
+    INFO("got " << nan_diff
+                << ", expected nan\nhint: a NaN must not hide: std::max(d, NaN) "
+                   "keeps d, so test std::isnan");
     CHECK(std::isnan(nan_diff));
 }
 
@@ -563,25 +572,46 @@ TEST_CASE("allclose uses atol + rtol*|b| and never calls NaN close", "[comparing
         {{100.0f}, {100.0005f}, 1e-5f, 1e-8f, true, "rtol scales with |b|: allowed ~1e-3"},
         {{1e-9f}, {0.0f}, 1e-5f, 1e-8f, true, "atol covers numbers near 0"},
         {{1e-7f}, {0.0f}, 1e-5f, 1e-8f, false, "1e-7 > atol 1e-8 and rtol*|0| = 0"},
-        {{1.0f, 2.0f}, {1.001f, 2.0f}, 1e-5f, 1e-8f, false, "one element 1e-3 apart is enough to fail"},
+        {{1.0f, 2.0f},
+         {1.001f, 2.0f},
+         1e-5f,
+         1e-8f,
+         false,
+         "one element 1e-3 apart is enough to fail"},
         {{1.0f, 2.0f}, {1.001f, 2.0f}, 0.0f, 1e-2f, true, "atol 1e-2 allows 1e-3"},
         {{1.0f, 2.0f}, {1.001f, 2.0f}, 1e-2f, 0.0f, true, "rtol 1e-2 * 1.001 allows 1e-3"},
         {{1.0f}, {2.0f}, 0.5f, 0.0f, true, "|1-2| = 1 <= 0.5*|b| = 1: rtol uses |b|"},
         {{2.0f}, {1.0f}, 0.5f, 0.0f, false, "|2-1| = 1 > 0.5*|b| = 0.5: not symmetric"},
         {{kNaN}, {kNaN}, 1e-5f, 1e-8f, false, "NaN is never close, not even to NaN"},
         {{1.0f, kNaN}, {1.0f, 2.0f}, 1e-5f, 1e-8f, false, "one NaN makes the whole answer false"},
-        {{kInf}, {kInf}, 1e-5f, 1e-8f, true, "equal infinities are close (inf - inf is NaN, "
-                                             "so compare for equality first)"},
-        {{kInf}, {-kInf}, 1e-5f, 1e-8f, false, "opposite infinities are not (|inf - -inf| = inf "
-                                               "<= rtol*inf is true: handle infinities first)"},
-        {{1.0f}, {kInf}, 1e-5f, 1e-8f, false, "a finite number is not close to inf, although "
-                                              "|1 - inf| <= rtol*|inf| holds"},
+        {{kInf},
+         {kInf},
+         1e-5f,
+         1e-8f,
+         true,
+         "equal infinities are close (inf - inf is NaN, "
+         "so compare for equality first)"},
+        {{kInf},
+         {-kInf},
+         1e-5f,
+         1e-8f,
+         false,
+         "opposite infinities are not (|inf - -inf| = inf "
+         "<= rtol*inf is true: handle infinities first)"},
+        {{1.0f},
+         {kInf},
+         1e-5f,
+         1e-8f,
+         false,
+         "a finite number is not close to inf, although "
+         "|1 - inf| <= rtol*|inf| holds"},
     };
     for (const auto& c : cases) {
         const bool got = wb::allclose(c.a, c.b, c.rtol, c.atol);
-        INFO("allclose(a, b, rtol=" << c.rtol << ", atol=" << c.atol << ") with a = " << values_str(c.a)
-                                    << ", b = " << values_str(c.b) << ": expected " << c.expected << ", got "
-                                    << got << "\nhint: " << c.why);
+        INFO("allclose(a, b, rtol=" << c.rtol << ", atol=" << c.atol
+                                    << ") with a = " << values_str(c.a)
+                                    << ", b = " << values_str(c.b) << ": expected " << c.expected
+                                    << ", got " << got << "\nhint: " << c.why);
         CHECK(got == c.expected);
     }
     // Defaults are torch's: rtol = 1e-5, atol = 1e-8.
@@ -595,8 +625,8 @@ TEST_CASE("allclose uses atol + rtol*|b| and never calls NaN close", "[comparing
 TEST_CASE("max_abs_diff and allclose reject mismatched shapes", "[comparing][errors]") {
     const wb::Array a = wb::Array::from_shape({2, 3});
     const wb::Array b = wb::Array::from_shape({3, 2});
-    WB_CHECK_THROWS(wb::ShapeError, wb::max_abs_diff(a, b),
-                    "compare tensors of the same shape", "wb::max_abs_diff", "[2, 3]", "[3, 2]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::allclose(a, b),
-                    "compare tensors of the same shape", "wb::allclose", "[2, 3]", "[3, 2]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::max_abs_diff(a, b), "compare tensors of the same shape",
+                    "wb::max_abs_diff", "[2, 3]", "[3, 2]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::allclose(a, b), "compare tensors of the same shape",
+                    "wb::allclose", "[2, 3]", "[3, 2]");
 }

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "1-tensors/tensors.hpp"
+#include "check.hpp"
 
 #include <climits>
 

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "2-embedding/bpe.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -71,7 +71,8 @@ Merges train_by_recounting(const std::string& corpus, std::size_t vocab_size) {
 
 // The notes' §2 and §3 in their own words, with English around them.
 const std::string kNotes =
-    "GPT 是自回归语言模型。token 不一定是完整单词或一个汉字，也可能是词的一部分、标点或其他文本片段。"
+    "GPT 是自回归语言模型。token "
+    "不一定是完整单词或一个汉字，也可能是词的一部分、标点或其他文本片段。"
     "输入文本：小猫趴在\n"
     "The cat sat on the mat. The cat sat on the mat again, and the mat was warm.\n"
     "苹果很好吃 苹果发布了手机\n";
@@ -80,8 +81,7 @@ const std::string kNotes =
 
 // ---- training -------------------------------------------------------------------------------
 
-TEST_CASE("bpe_train on \"aaabdaaabac\" learns the hand-worked merges aa, ab, (aa)(ab)",
-          "[bpe]") {
+TEST_CASE("bpe_train on \"aaabdaaabac\" learns the hand-worked merges aa, ab, (aa)(ab)", "[bpe]") {
     // Worked out by hand from the rules of bpe.hpp (overlapping positions count):
     //   a a a b d a a a b a c   pairs: aa 4 (at 0, 1, 5, 6), ab 2, bd 1, da 1, ba 1, ac 1
     //   merge 0: (a, a) = (97, 97) -> 256 =: Z. Left to right, "aaa" -> "Z a":
@@ -91,8 +91,9 @@ TEST_CASE("bpe_train on \"aaabdaaabac\" learns the hand-worked merges aa, ab, (a
     //   merge 2: (256, 257) -> 258 =: X
     //   X d X a c               every pair once: training stops with 3 merges, below V = 1000
     const Merges expected = {{97, 97}, {97, 98}, {256, 257}};
-    INFO("most frequent pair first, ties to the smallest (left, right), counts updated after "
-         "each merge, stop when no pair occurs twice");
+    INFO(
+        "most frequent pair first, ties to the smallest (left, right), counts updated after "
+        "each merge, stop when no pair occurs twice");
     CHECK(str(wb::bpe_train("aaabdaaabac", 1000)) == str(expected));
 }
 
@@ -120,7 +121,7 @@ TEST_CASE("bpe_train stops at the vocabulary size, and when no pair occurs twice
     // "abcabc": ab 2, bc 2, ca 1 -> ab = 256; Z c Z c: Zc 2 -> 257; Y Y: once: stop.
     CHECK(str(wb::bpe_train("abcabc", 1000)) == str(Merges{{97, 98}, {256, 99}}));
     CHECK(str(wb::bpe_train("abcabc", 257)) == str(Merges{{97, 98}}));  // V = 257: one merge
-    CHECK(wb::bpe_train("abcabc", 256).empty());                  // V = 256: the bytes only
+    CHECK(wb::bpe_train("abcabc", 256).empty());                        // V = 256: the bytes only
     CHECK(wb::bpe_train("abcdef", 1000).empty());  // every pair once: nothing to learn
     CHECK(wb::bpe_train("", 1000).empty());
 }
@@ -203,7 +204,8 @@ TEST_CASE("bpe_decode(bpe_encode(text)) is the text for any UTF-8, the notes' Ch
     for (const std::string& text : texts) {
         INFO("text \"" << text << "\"");
         const Ids ids = wb::bpe_encode(text, merges);
-        for (const std::int64_t id : ids) CHECK((id >= 0 && id < 256 + std::int64_t(merges.size())));
+        for (const std::int64_t id : ids)
+            CHECK((id >= 0 && id < 256 + std::int64_t(merges.size())));
         CHECK(wb::bpe_decode(ids, merges) == text);
     }
     // The notes compress: on the text the merges were learned on, fewer tokens than 2/3 of
@@ -219,8 +221,7 @@ TEST_CASE("bpe_decode(bpe_encode(text)) is the text for any UTF-8, the notes' Ch
 
 // ---- serialization --------------------------------------------------------------------------
 
-TEST_CASE("bpe_serialize writes the documented text, and bpe_deserialize reads it back",
-          "[bpe]") {
+TEST_CASE("bpe_serialize writes the documented text, and bpe_deserialize reads it back", "[bpe]") {
     const Merges merges = {{97, 97}, {97, 98}, {256, 257}};
     CHECK(wb::bpe_serialize(merges) == "wb-bpe 1 3\n97 97\n97 98\n256 257\n");
     CHECK(str(wb::bpe_deserialize("wb-bpe 1 3\n97 97\n97 98\n256 257\n")) == str(merges));
@@ -262,8 +263,8 @@ TEST_CASE("bpe_encode, bpe_vocab and bpe_serialize refuse a merge list training 
                     "merge r may only use ids below 256 + r (bytes and earlier merges)",
                     "wb::bpe_encode", "merge 0", "256", "[0, 256)");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_encode("ab", repeated),
-                    "a pair is merged once: after merge 0 it never occurs again",
-                    "wb::bpe_encode", "merge 1", "repeats", "(97, 98)");
+                    "a pair is merged once: after merge 0 it never occurs again", "wb::bpe_encode",
+                    "merge 1", "repeats", "(97, 98)");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_vocab(negative), "an id is never negative",
                     "wb::bpe_vocab", "merge 1", "-3", "[0, 257)");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({97}, uses_itself), "check the merges first",
@@ -288,15 +289,15 @@ TEST_CASE("bpe_deserialize refuses a wrong header, a bad count and malformed lin
                     "a count the data cannot hold is refused before anything is stored",
                     "wb::bpe_deserialize", "1000", "6 bytes");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 2\n97 97\n97,98\n"),
-                    "each line is two decimal ids separated by one space",
-                    "wb::bpe_deserialize", "line 3", "97,98");
+                    "each line is two decimal ids separated by one space", "wb::bpe_deserialize",
+                    "line 3", "97,98");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 2\n97 97\n97 98"),
                     "the last line ends in a newline too", "wb::bpe_deserialize", "line 3");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 1\n97 97\n97 98\n"),
                     "more lines than announced", "wb::bpe_deserialize", "6 bytes", "1");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 2\n97 97\n256 300\n"),
-                    "merge 1 may use ids below 257 only", "wb::bpe_deserialize", "line 3",
-                    "300", "[0, 257)");
+                    "merge 1 may use ids below 257 only", "wb::bpe_deserialize", "line 3", "300",
+                    "[0, 257)");
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 1\n99999999999 1\n"),
                     "at most 10 digits per id", "wb::bpe_deserialize", "line 2");
 }

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "2-embedding/embedding.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -113,7 +113,8 @@ TEST_CASE("embed rejects an id equal to V with a clear message", "[embed][errors
                     "wb::embed", "id 5", "[1, 0]", "V = 5");
 }
 
-TEST_CASE("embed rejects an id beyond V and a negative id, naming the position", "[embed][errors]") {
+TEST_CASE("embed rejects an id beyond V and a negative id, naming the position",
+          "[embed][errors]") {
     const wb::Tensor2 table = small_table();
     const wb::TokenIds too_big = {{0, 1, 2}, {3, 4, 7}};
     WB_CHECK_THROWS(wb::ValueError, wb::embed(table, too_big),
@@ -121,8 +122,8 @@ TEST_CASE("embed rejects an id beyond V and a negative id, naming the position",
                     "wb::embed", "id 7", "[1, 2]", "V = 5");
     const wb::TokenIds negative = {{0, -1, 2}, {3, 4, 1}};
     WB_CHECK_THROWS(wb::ValueError, wb::embed(table, negative),
-                    "a negative id is out of range too (ids are signed std::int64_t)",
-                    "wb::embed", "id -1", "[0, 1]", "V = 5");
+                    "a negative id is out of range too (ids are signed std::int64_t)", "wb::embed",
+                    "id -1", "[0, 1]", "V = 5");
 }
 
 TEST_CASE("embed rejects an empty table", "[embed][errors]") {
@@ -139,7 +140,7 @@ TEST_CASE("linear equals the hand-written dot products x_n . W_o", "[linear]") {
     // A square, non-symmetric weight: x·W compiles too, but gives other numbers than x·Wᵀ.
     wb::Linear layer;
     layer.weight = {{1.0f, 2.0f, 0.0f}, {0.0f, 1.0f, -1.0f}, {3.0f, 0.0f, 1.0f}};  // [out, in]
-    const wb::Tensor2 x = {{1.0f, 2.0f, 3.0f}, {-1.0f, 0.0f, 2.0f}};              // [N, in]
+    const wb::Tensor2 x = {{1.0f, 2.0f, 3.0f}, {-1.0f, 0.0f, 2.0f}};               // [N, in]
     // y[n, o] = sum_i x[n, i] * W[o, i], by hand:
     //   row 0: [1+4+0, 0+2-3, 3+0+3] = [5, -1, 6];  row 1: [-1+0+0, 0+0-2, -3+0+2] = [-1, -2, -1]
     const wb::Tensor2 expected = {{5.0f, -1.0f, 6.0f}, {-1.0f, -2.0f, -1.0f}};
@@ -154,8 +155,9 @@ TEST_CASE("linear pins the weight layout [out, in]", "[linear]") {
     layer.weight = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};  // W00 = 1, W10 = 4, ...
     const wb::Tensor2 x = {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 1.0f}};
     const wb::Tensor2 y = wb::linear(x, layer);
-    WB_CHECK_SHAPE(y, (wb::Shape{3, 2}), "x [N = 3, in = 3] through a weight [out = 2, in = 3] "
-                                         "gives [N, out] = [3, 2]");
+    WB_CHECK_SHAPE(y, (wb::Shape{3, 2}),
+                   "x [N = 3, in = 3] through a weight [out = 2, in = 3] "
+                   "gives [N, out] = [3, 2]");
     // x = e_0 gives column 0 of W, [W00, W10] = [1, 4]; e_1 gives [2, 5]; e_2 gives [3, 6].
     const wb::Tensor2 expected = {{1.0f, 4.0f}, {2.0f, 5.0f}, {3.0f, 6.0f}};
     WB_CHECK_CLOSE(y, expected, 1e-6,
@@ -167,10 +169,8 @@ TEST_CASE("linear matches torch nn.Linear(3, 2) on fixed weights", "[linear]") {
     wb::Linear layer;
     layer.weight = {{0.5f, -1.0f, 2.0f}, {1.5f, 0.25f, -0.75f}};  // [2, 3]
     layer.bias = {0.1f, -0.2f};
-    const wb::Tensor2 x = {{1.0f, 2.0f, 3.0f},
-                           {-1.0f, 0.5f, 4.0f},
-                           {0.3f, -0.7f, 1.1f},
-                           {2.0f, 2.0f, -2.0f}};
+    const wb::Tensor2 x = {
+        {1.0f, 2.0f, 3.0f}, {-1.0f, 0.5f, 4.0f}, {0.3f, -0.7f, 1.1f}, {2.0f, 2.0f, -2.0f}};
     // lin = torch.nn.Linear(3, 2); lin.weight/bias set to the values above (torch 1.13);
     // lin(torch.tensor(x)) printed with precision 8.
     const wb::Tensor2 expected = {{4.59999990f, -0.44999999f},
@@ -183,12 +183,12 @@ TEST_CASE("linear matches torch nn.Linear(3, 2) on fixed weights", "[linear]") {
 
 TEST_CASE("linear adds the bias once, to every row", "[linear]") {
     wb::Linear layer;
-    layer.weight = {{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};  // [out = 3, in = 2]
-    layer.bias = {10.0f, 20.0f, 30.0f};                          // [out]
+    layer.weight = {{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};         // [out = 3, in = 2]
+    layer.bias = {10.0f, 20.0f, 30.0f};                                // [out]
     const wb::Tensor2 x = {{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}};  // N = out = 3
     // x Wᵀ = [x0, x1, x0 + x1] per row, then + [10, 20, 30]:
-    const wb::Tensor2 expected = {{11.0f, 22.0f, 33.0f}, {13.0f, 24.0f, 37.0f},
-                                  {15.0f, 26.0f, 41.0f}};
+    const wb::Tensor2 expected = {
+        {11.0f, 22.0f, 33.0f}, {13.0f, 24.0f, 37.0f}, {15.0f, 26.0f, 41.0f}};
     WB_CHECK_CLOSE(wb::linear(x, layer), expected, 1e-5,
                    "bias[o] is added once to output feature o of every row; did you forget it, "
                    "add it twice, or add bias[n] to row n (the wrong axis)?");
@@ -200,22 +200,21 @@ TEST_CASE("linear without bias computes x W^T only", "[linear]") {
     // layer.bias stays empty (size 0): nn.Linear(2, 3, bias=False)
     const wb::Tensor2 x = {{1.0f, 2.0f}, {3.0f, 4.0f}};
     const wb::Tensor2 expected = {{1.0f, 2.0f, 3.0f}, {3.0f, 4.0f, 7.0f}};  // by hand
-    WB_CHECK_CLOSE(wb::linear(x, layer), expected, 1e-5,
-                   "an empty bias means no bias: y = x Wᵀ");
+    WB_CHECK_CLOSE(wb::linear(x, layer), expected, 1e-5, "an empty bias means no bias: y = x Wᵀ");
     const wb::Tensor2 none = wb::Tensor2::from_shape({0, 2});  // N = 0 rows
-    WB_CHECK_SHAPE(wb::linear(none, layer), (wb::Shape{0, 3}),
-                   "N = 0 rows give an empty [0, out]");
+    WB_CHECK_SHAPE(wb::linear(none, layer), (wb::Shape{0, 3}), "N = 0 rows give an empty [0, out]");
 }
 
 TEST_CASE("linear on [B, T, in] transforms only the last axis", "[linear]") {
     wb::Linear layer;
     layer.weight = {{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};  // [out = 3, in = 2]
     layer.bias = {10.0f, 20.0f, 30.0f};
-    const wb::Tensor3 x = {{{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}},       // sequence 0
+    const wb::Tensor3 x = {{{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}},      // sequence 0
                            {{-1.0f, 0.0f}, {0.0f, -1.0f}, {2.0f, -2.0f}}};  // sequence 1
     // Each token alone: [x0 + 10, x1 + 20, x0 + x1 + 30], by hand.
-    const wb::Tensor3 expected = {{{11.0f, 22.0f, 33.0f}, {13.0f, 24.0f, 37.0f}, {15.0f, 26.0f, 41.0f}},
-                                  {{9.0f, 20.0f, 29.0f}, {10.0f, 19.0f, 29.0f}, {12.0f, 18.0f, 30.0f}}};
+    const wb::Tensor3 expected = {
+        {{11.0f, 22.0f, 33.0f}, {13.0f, 24.0f, 37.0f}, {15.0f, 26.0f, 41.0f}},
+        {{9.0f, 20.0f, 29.0f}, {10.0f, 19.0f, 29.0f}, {12.0f, 18.0f, 30.0f}}};
     WB_CHECK_CLOSE(wb::linear(x, layer), expected, 1e-5,
                    "y[b, t, :] depends only on x[b, t, :]: flatten to [B*T, in] keeping each "
                    "token's features together (no transpose of B and T), and reshape back");
@@ -228,7 +227,8 @@ TEST_CASE("linear(8, 32) maps [B, T, 8] to [B, T, 32], token by token", "[linear
     layer.bias = wbtest::randn<wb::Tensor1>({32}, 12);
     const auto x = wbtest::randn<wb::Tensor3>({2, 3, 8}, 13);
     const wb::Tensor3 y = wb::linear(x, layer);
-    WB_CHECK_SHAPE(y, (wb::Shape{2, 3, 32}), "only the last axis changes: [B, T, in] -> [B, T, out]");
+    WB_CHECK_SHAPE(y, (wb::Shape{2, 3, 32}),
+                   "only the last axis changes: [B, T, in] -> [B, T, out]");
     // Every token by hand: y[b, t, o] = sum_i x[b, t, i] * W[o, i] + b[o] in double precision.
     wb::Tensor3 expected = wb::Tensor3::from_shape({2, 3, 32});
     for (std::size_t b = 0; b < 2; ++b)
@@ -268,8 +268,8 @@ TEST_CASE("linear rejects a last axis that is not in, naming both shapes", "[lin
     transposed.weight.fill(1.0f);
     const wb::Tensor2 x5 = wb::Tensor2::from_shape({4, 5});
     WB_CHECK_THROWS(wb::ShapeError, wb::linear(x5, transposed),
-                    "the weight is [out, in]: its axis 1 must match x's last axis",
-                    "wb::linear", "[4, 5]", "[5, 2]");
+                    "the weight is [out, in]: its axis 1 must match x's last axis", "wb::linear",
+                    "[4, 5]", "[5, 2]");
 }
 
 TEST_CASE("linear rejects a bias of the wrong size and an empty weight", "[linear][errors]") {
@@ -282,8 +282,8 @@ TEST_CASE("linear rejects a bias of the wrong size and an empty weight", "[linea
                     "the bias has one entry per OUTPUT feature: size out (or 0 for no bias)",
                     "wb::linear", "bias", "[3]", "[2, 3]");
     const wb::Tensor3 x3 = wb::Tensor3::from_shape({1, 4, 3});
-    WB_CHECK_THROWS(wb::ShapeError, wb::linear(x3, layer),
-                    "the 3-D form checks the bias too", "wb::linear", "bias", "[3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::linear(x3, layer), "the 3-D form checks the bias too",
+                    "wb::linear", "bias", "[3]");
     wb::Linear empty;  // weight [0, 0]
     WB_CHECK_THROWS(wb::ShapeError, wb::linear(wb::Tensor2::from_shape({4, 0}), empty),
                     "a layer needs in >= 1 and out >= 1", "wb::linear", "[0, 0]");
@@ -310,23 +310,21 @@ wb::Tensor3 hidden() {
 
 TEST_CASE("lm_head gives logits [B, T, V] equal to h . E_v for every token", "[lm_head]") {
     const wb::Tensor3 logits = wb::lm_head(hidden(), tied_head());
-    WB_CHECK_SHAPE(logits, (wb::Shape{2, 3, 4}), "logits are [B, T, V]: one score per vocabulary "
-                                                 "entry at every position");
+    WB_CHECK_SHAPE(logits, (wb::Shape{2, 3, 4}),
+                   "logits are [B, T, V]: one score per vocabulary "
+                   "entry at every position");
     // logits[b, t, v] = h[b, t, :] . W[v, :], by hand.
-    const wb::Tensor3 expected = {{{1.0f, 2.0f, 3.0f, 3.0f},
-                                   {3.0f, -1.0f, 2.0f, -5.0f},
-                                   {0.5f, 0.5f, 1.0f, 0.5f}},
-                                  {{0.0f, 1.0f, 1.0f, 2.0f},
-                                   {2.0f, 2.0f, 4.0f, 2.0f},
-                                   {-1.0f, -1.0f, -2.0f, -1.0f}}};
+    const wb::Tensor3 expected = {
+        {{1.0f, 2.0f, 3.0f, 3.0f}, {3.0f, -1.0f, 2.0f, -5.0f}, {0.5f, 0.5f, 1.0f, 0.5f}},
+        {{0.0f, 1.0f, 1.0f, 2.0f}, {2.0f, 2.0f, 4.0f, 2.0f}, {-1.0f, -1.0f, -2.0f, -1.0f}}};
     WB_CHECK_CLOSE(logits, expected, 1e-5,
                    "the head's weight is [V, D]: logit v is the dot product of h with row v");
 }
 
 TEST_CASE("lm_head adds the head's bias per vocabulary entry", "[lm_head]") {
     wb::Linear head = tied_head();
-    head.bias = {0.5f, -0.5f, 0.0f, 1.0f};  // [V]
-    const wb::Tensor3 h = {{{1.0f, 2.0f}}};   // [1, 1, 2]
+    head.bias = {0.5f, -0.5f, 0.0f, 1.0f};   // [V]
+    const wb::Tensor3 h = {{{1.0f, 2.0f}}};  // [1, 1, 2]
     // [1, 2, 3, 3] (see above) + bias:
     const wb::Tensor3 expected = {{{1.5f, 1.5f, 3.0f, 4.0f}}};
     WB_CHECK_CLOSE(wb::lm_head(h, head), expected, 1e-5, "logits = h Wᵀ + b with b [V]");
@@ -358,8 +356,8 @@ TEST_CASE("lm_head and next_token_logits reject a D that does not match the head
     head.weight.fill(1.0f);
     const wb::Tensor3 h = wb::Tensor3::from_shape({1, 3, 2});  // D = 2
     WB_CHECK_THROWS(wb::ShapeError, wb::lm_head(h, head),
-                    "h's last axis D must equal the head's weight.shape(1)",
-                    "wb::lm_head", "[1, 3, 2]", "[4, 3]");
+                    "h's last axis D must equal the head's weight.shape(1)", "wb::lm_head",
+                    "[1, 3, 2]", "[4, 3]");
     WB_CHECK_THROWS(wb::ShapeError, wb::next_token_logits(h, head),
                     "next_token_logits checks D too, with its own name in the message",
                     "wb::next_token_logits", "[1, 3, 2]", "[4, 3]");
@@ -398,8 +396,9 @@ TEST_CASE("init_embedding is deterministic per seed and draws from N(0, 1)", "[i
     const wb::Tensor2 again = wb::init_embedding(64, 32, 1234);
     const wb::Tensor2 other = wb::init_embedding(64, 32, 99);
     {
-        INFO("hint: seed one std::mt19937 with `seed` inside the function (no random_device, "
-             "no global engine)");
+        INFO(
+            "hint: seed one std::mt19937 with `seed` inside the function (no random_device, "
+            "no global engine)");
         CHECK(identical(a, again));
     }
     {
@@ -439,8 +438,8 @@ TEST_CASE("init_linear is deterministic and bounded by 1/sqrt(in)", "[init]") {
     mean_std(a.weight, mean, sd);
     // U(-k, k) has std k/sqrt(3) = 0.0722 for k = 0.125; torch.nn.Linear(64, 16) with seed 0
     // gives max|w| = 0.12498, std 0.0730, max|b| = 0.118.
-    INFO("max|w| = " << w_max << ", max|b| = " << b_max << ", mean = " << mean
-                     << ", std = " << sd << "; expected max <= 0.125 (1/sqrt(in), in = 64), "
+    INFO("max|w| = " << w_max << ", max|b| = " << b_max << ", mean = " << mean << ", std = " << sd
+                     << "; expected max <= 0.125 (1/sqrt(in), in = 64), "
                      << "max|w| > 0.11, std near 0.0722");
     INFO("hint: the bound is 1/sqrt(in) — the fan-in — for the weight AND the bias");
     CHECK(w_max <= bound);
@@ -457,7 +456,8 @@ TEST_CASE("init_linear without bias gives an empty bias", "[init]") {
     WB_CHECK_SHAPE(a.weight, (wb::Shape{3, 4}), "the weight is [out, in]");
     WB_CHECK_SHAPE(a.bias, (wb::Shape{0}), "bias = false gives an empty bias [0]");
     const double w_max = max_abs(a.weight);
-    INFO("max|w| = " << w_max << ", expected <= 0.5 = 1/sqrt(in) for in = 4; hint: use in, not out");
+    INFO("max|w| = " << w_max
+                     << ", expected <= 0.5 = 1/sqrt(in) for in = 4; hint: use in, not out");
     CHECK(w_max <= 0.5);
     CHECK(w_max > 0.0);
 }
@@ -472,6 +472,6 @@ TEST_CASE("init functions reject zero sizes", "[init][errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::init_linear(0, 4, true, 1),
                     "a layer needs in >= 1 (and 1/sqrt(0) is infinite)", "wb::init_linear",
                     "in = 0", "out = 4");
-    WB_CHECK_THROWS(wb::ShapeError, wb::init_linear(3, 0, false, 1),
-                    "a layer needs out >= 1", "wb::init_linear", "in = 3", "out = 0");
+    WB_CHECK_THROWS(wb::ShapeError, wb::init_linear(3, 0, false, 1), "a layer needs out >= 1",
+                    "wb::init_linear", "in = 3", "out = 0");
 }

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "2-embedding/embedding.hpp"
+#include "check.hpp"
 
 #include <cstddef>
 #include <cstdint>

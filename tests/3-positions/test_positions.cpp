@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "3-positions/positions.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -53,13 +53,15 @@ Tensor2 naive_attention(const Tensor2& q, const Tensor2& k, const Tensor2& v) {
 // Rows of x [T, D] in the order perm: out[i] = x[perm[i]].
 Tensor2 permute_rows(const Tensor2& x, const std::vector<std::size_t>& perm) {
     Tensor2 out(x.shape());
-    for (std::size_t i = 0; i < perm.size(); ++i) xt::view(out, i, xt::all()) = xt::view(x, perm[i], xt::all());
+    for (std::size_t i = 0; i < perm.size(); ++i)
+        xt::view(out, i, xt::all()) = xt::view(x, perm[i], xt::all());
     return out;
 }
 
 float max_abs_diff(const Tensor2& a, const Tensor2& b) {
     float worst = 0.0f;
-    for (std::size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::fabs(a.data()[k] - b.data()[k]));
+    for (std::size_t k = 0; k < a.size(); ++k)
+        worst = std::max(worst, std::fabs(a.data()[k] - b.data()[k]));
     return worst;
 }
 
@@ -125,7 +127,8 @@ TEST_CASE("sinusoidal values for D = 6 at positions 1 and 5 match Python's math"
 
 TEST_CASE("sinusoidal values stay accurate at position 100000", "[sinusoidal]") {
     // Python math at p = 100000, D = 6.
-    Tensor2 expected = {{0.0357488f, -0.9993608f, -0.9934735f, -0.1140633f, 0.9702894f, -0.2419473f}};
+    Tensor2 expected = {
+        {0.0357488f, -0.9993608f, -0.9934735f, -0.1140633f, 0.9702894f, -0.2419473f}};
     Tensor2 table = wb::sinusoidal_positions(100001, 6);
     WB_CHECK_SHAPE(table, (Shape{100001, 6}), "one row per position");
     Tensor2 last = xt::view(table, xt::range(100000, 100001), xt::all());
@@ -136,11 +139,11 @@ TEST_CASE("sinusoidal values stay accurate at position 100000", "[sinusoidal]") 
 
 TEST_CASE("sinusoidal_positions rejects an odd or zero D", "[sinusoidal][errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(4, 5),
-                    "sin and cos fill pairs of columns, so D must be even", "wb::sinusoidal_positions",
-                    "D = 5");
+                    "sin and cos fill pairs of columns, so D must be even",
+                    "wb::sinusoidal_positions", "D = 5");
     WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(4, 0),
-                    "a table of width 0 is a mistake upstream; reject it", "wb::sinusoidal_positions",
-                    "D = 0");
+                    "a table of width 0 is a mistake upstream; reject it",
+                    "wb::sinusoidal_positions", "D = 0");
 }
 
 // ---- add_positions ---------------------------------------------------------------------------
@@ -149,7 +152,8 @@ TEST_CASE("add_positions adds table rows offset .. offset+T-1 to every sequence 
           "[add_positions]") {
     // A learned table [T_max = 5, D = 3] with table[p, j] = 10p + j, so each row says its position.
     Tensor2 table = {{0, 1, 2}, {10, 11, 12}, {20, 21, 22}, {30, 31, 32}, {40, 41, 42}};
-    Tensor3 x = {{{1, 1, 1}, {2, 2, 2}}, {{-1, 0, 1}, {0.5f, 0.5f, 0.5f}}};  // [B = 2, T = 2, D = 3]
+    Tensor3 x = {{{1, 1, 1}, {2, 2, 2}},
+                 {{-1, 0, 1}, {0.5f, 0.5f, 0.5f}}};  // [B = 2, T = 2, D = 3]
     // By hand: offset 2 adds rows 2 and 3 to both sequences.
     Tensor3 expected = {{{21, 22, 23}, {32, 33, 34}}, {{19, 21, 23}, {30.5f, 31.5f, 32.5f}}};
     Tensor3 out = wb::add_positions(x, table, 2);
@@ -184,8 +188,9 @@ TEST_CASE("add_positions at offset t on one token equals token t of the whole se
         INFO("token t = " << t << " decoded alone with offset t");
         Tensor3 one = xt::view(x, xt::all(), xt::range(t, t + 1), xt::all());  // [2, 1, 4]
         Tensor3 want = xt::view(full, xt::all(), xt::range(t, t + 1), xt::all());
-        WB_CHECK_CLOSE(wb::add_positions(one, table, static_cast<std::int64_t>(t)), want, 1e-6,
-                       "one token decoded after t others sits at position t, so it gets row offset + 0 = t");
+        WB_CHECK_CLOSE(
+            wb::add_positions(one, table, static_cast<std::int64_t>(t)), want, 1e-6,
+            "one token decoded after t others sits at position t, so it gets row offset + 0 = t");
     }
 }
 
@@ -214,8 +219,10 @@ TEST_CASE("add_positions rejects a D mismatch, a negative offset and positions b
 
 TEST_CASE("apply_rope keeps the shape [B, H, T, d]", "[rope]") {
     auto x = wbtest::randn<Tensor4>({2, 3, 5, 8}, 41);
-    WB_CHECK_SHAPE(wb::apply_rope(x), (Shape{2, 3, 5, 8}), "RoPE rotates vectors in place: same shape");
-    WB_CHECK_SHAPE(wb::apply_rope(x, 4), (Shape{2, 3, 5, 8}), "RoPE rotates vectors in place: same shape");
+    WB_CHECK_SHAPE(wb::apply_rope(x), (Shape{2, 3, 5, 8}),
+                   "RoPE rotates vectors in place: same shape");
+    WB_CHECK_SHAPE(wb::apply_rope(x, 4), (Shape{2, 3, 5, 8}),
+                   "RoPE rotates vectors in place: same shape");
 }
 
 TEST_CASE("apply_rope matches hard-coded values at offset 0", "[rope]") {
@@ -224,10 +231,11 @@ TEST_CASE("apply_rope matches hard-coded values at offset 0", "[rope]") {
     Tensor4 expected = {{{{1.0000000f, 2.0000000f, 3.0000000f, 4.0000000f},
                           {-2.3473144f, 7.4491688f, 6.9196513f, 8.0695988f},
                           {-0.0385019f, -1.1173708f, 2.0595960f, -2.9594027f}}}};
-    WB_CHECK_CLOSE(wb::apply_rope(x), expected, 1e-5,
-                   "pairs are neighbours (x[2i], x[2i+1]) turned counter-clockwise by p·θ_i, "
-                   "θ_i = base^(-2i/d): out[2i] = x[2i]cos - x[2i+1]sin, out[2i+1] = x[2i]sin + "
-                   "x[2i+1]cos. Pairing i with i + d/2, a flipped sign or base^(+2i/d) all land here");
+    WB_CHECK_CLOSE(
+        wb::apply_rope(x), expected, 1e-5,
+        "pairs are neighbours (x[2i], x[2i+1]) turned counter-clockwise by p·θ_i, "
+        "θ_i = base^(-2i/d): out[2i] = x[2i]cos - x[2i+1]sin, out[2i+1] = x[2i]sin + "
+        "x[2i+1]cos. Pairing i with i + d/2, a flipped sign or base^(+2i/d) all land here");
 }
 
 TEST_CASE("apply_rope matches hard-coded values with an offset and another base", "[rope]") {
@@ -240,8 +248,9 @@ TEST_CASE("apply_rope matches hard-coded values with an offset and another base"
                    "token t sits at position offset + t: did you ignore the offset?");
     Tensor4 x6 = {{{{1, -2, 0.5f, 3, -1, 2}, {0.25f, 1, -3, 2, 1, -0.5f}}}};  // [1, 1, 2, 6]
     // torch float64 rope(x6, 2, 100): positions 2 and 3, θ_i = 100^(-2i/6).
-    Tensor4 expected6 = {{{{1.4024480f, 1.7415911f, -0.7987327f, 2.9346254f, -1.1810912f, 1.8986899f},
-                           {-0.3886181f, -0.9547125f, -3.5994197f, -0.2101847f, 1.0597197f, -0.3563622f}}}};
+    Tensor4 expected6 = {
+        {{{1.4024480f, 1.7415911f, -0.7987327f, 2.9346254f, -1.1810912f, 1.8986899f},
+          {-0.3886181f, -0.9547125f, -3.5994197f, -0.2101847f, 1.0597197f, -0.3563622f}}}};
     WB_CHECK_CLOSE(wb::apply_rope(x6, 2, 100.0f), expected6, 1e-5,
                    "θ_i = base^(-2i/d) with the base argument (100 here), not a fixed 10000");
 }
@@ -271,7 +280,8 @@ TEST_CASE("apply_rope rotates every batch and every head the same way", "[rope]"
 TEST_CASE("apply_rope stays accurate at position 100000", "[rope]") {
     Tensor4 x = one_vector({1, 2, 3, 4, 5, 6});
     // torch float64 rope(x, 100000, 10000).
-    Tensor4 expected = {{{{-1.0708584f, -1.9629728f, 3.6317041f, -3.4366735f, -7.0314727f, 3.3997635f}}}};
+    Tensor4 expected = {
+        {{{-1.0708584f, -1.9629728f, 3.6317041f, -3.4366735f, -7.0314727f, 3.3997635f}}}};
     WB_CHECK_CLOSE(wb::apply_rope(x, 100000), expected, 1e-5,
                    "compute the angle (offset + t)·θ_i in double and cast only cos/sin to float: "
                    "in float it is off by up to 4e-3 radian at position 100000");
@@ -288,12 +298,14 @@ TEST_CASE("apply_rope keeps the norm of every vector", "[rope]") {
                     n_in += double(x(b, h, t, j)) * x(b, h, t, j);
                     n_out += double(out(b, h, t, j)) * out(b, h, t, j);
                 }
-                INFO("vector [" << b << ", " << h << ", " << t << "]: |x| = " << std::sqrt(n_in)
-                                << ", |rope(x)| = " << std::sqrt(n_out)
-                                << "\nhint: a rotation keeps lengths; did you overwrite x[2i] before "
-                                   "using it for x[2i+1], or use a different angle for the two halves "
-                                   "of a pair?");
-                CHECK(std::fabs(std::sqrt(n_out) - std::sqrt(n_in)) <= 1e-5 * (1.0 + std::sqrt(n_in)));
+                INFO("vector ["
+                     << b << ", " << h << ", " << t << "]: |x| = " << std::sqrt(n_in)
+                     << ", |rope(x)| = " << std::sqrt(n_out)
+                     << "\nhint: a rotation keeps lengths; did you overwrite x[2i] before "
+                        "using it for x[2i+1], or use a different angle for the two halves "
+                        "of a pair?");
+                CHECK(std::fabs(std::sqrt(n_out) - std::sqrt(n_in)) <=
+                      1e-5 * (1.0 + std::sqrt(n_in)));
             }
 }
 
@@ -302,11 +314,15 @@ TEST_CASE("apply_rope scores depend only on the gap m - n", "[rope]") {
     Tensor4 k = one_vector({0.5f, -1, 2, 1});
     // torch float64: (rope(q, m) * rope(k, n)).sum() is 8.7036321 for every gap m - n = 2,
     // 11.0482716 for the gap 3, 12.5408085 for the gap -2.
-    struct Case { std::int64_t m, n; double expected; };
+    struct Case {
+        std::int64_t m, n;
+        double expected;
+    };
     for (const Case& c : {Case{3, 1, 8.7036321}, Case{7, 5, 8.7036321}, Case{12, 10, 8.7036321},
                           Case{4, 1, 11.0482716}, Case{1, 3, 12.5408085}}) {
         const double got = dot4(wb::apply_rope(q, c.m), wb::apply_rope(k, c.n));
-        INFO("<R(" << c.m << ") q, R(" << c.n << ") k>: expected " << c.expected << ", actual " << got
+        INFO("<R(" << c.m << ") q, R(" << c.n << ") k>: expected " << c.expected << ", actual "
+                   << got
                    << "\nhint: R(m)ᵀR(n) = R(n - m), so the score depends on the gap only; the "
                       "same gap gives the same score, another gap another. If the gap 2 gives the "
                       "score of the gap -2 (12.5408085), your rotation turns clockwise: flip the "
@@ -339,8 +355,9 @@ TEST_CASE("apply_rope scores within one sequence depend only on i - j", "[rope]"
             CHECK(std::fabs(score(i, j) - score(i - 1, j - 1)) <= 1e-4);
         }
     // And the scores are not all equal: positions do matter.
-    INFO("S[0][0] = " << score(0, 0) << ", S[5][0] = " << score(5, 0)
-                      << "\nhint: different gaps should give different scores; is the rotation applied?");
+    INFO("S[0][0] = "
+         << score(0, 0) << ", S[5][0] = " << score(5, 0)
+         << "\nhint: different gaps should give different scores; is the rotation applied?");
     CHECK(std::fabs(score(0, 0) - score(5, 0)) > 1e-3);
 }
 
@@ -349,7 +366,8 @@ TEST_CASE("apply_rope at offset t on one token equals token t of the whole seque
     Tensor4 full = wb::apply_rope(x, 0);
     for (std::size_t t = 0; t < 6; ++t) {
         INFO("token t = " << t << " decoded alone with offset t (as with a KV cache)");
-        Tensor4 one = xt::view(x, xt::all(), xt::all(), xt::range(t, t + 1), xt::all());  // [2, 2, 1, 4]
+        Tensor4 one =
+            xt::view(x, xt::all(), xt::all(), xt::range(t, t + 1), xt::all());  // [2, 2, 1, 4]
         Tensor4 want = xt::view(full, xt::all(), xt::all(), xt::range(t, t + 1), xt::all());
         WB_CHECK_CLOSE(wb::apply_rope(one, static_cast<std::int64_t>(t)), want, 1e-5,
                        "a token decoded after t others sits at position t: the angle is "
@@ -371,7 +389,9 @@ TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope]") {
                    "position 0 turns by angle 0: cos = 1, sin = 0. Did you start positions at 1?");
     Tensor4 later = xt::view(out, xt::all(), xt::all(), xt::range(1, 2), xt::all());
     Tensor4 later_in = xt::view(x, xt::all(), xt::all(), xt::range(1, 2), xt::all());
-    const bool turned = wbtest::compare(wbtest::flatten(later), wbtest::flatten(later_in), 1e-3, 0.0, "").has_value();
+    const bool turned =
+        wbtest::compare(wbtest::flatten(later), wbtest::flatten(later_in), 1e-3, 0.0, "")
+            .has_value();
     INFO("hint: position 1 must turn (pair 0 by 1 radian), but the output equals the input");
     CHECK(turned);
 }
@@ -422,16 +442,19 @@ TEST_CASE("attention without positions is permutation-equivariant, with sinusoid
     // Without positions: attention(x[perm]) == attention(x)[perm].
     Tensor2 out = naive_attention(x, x, x);
     Tensor2 xp = permute_rows(x, perm);
-    WB_CHECK_CLOSE(naive_attention(xp, xp, xp), permute_rows(out, perm), 1e-5,
-                   "(test helper) shuffling tokens only shuffles the outputs when no position is used");
+    WB_CHECK_CLOSE(
+        naive_attention(xp, xp, xp), permute_rows(out, perm), 1e-5,
+        "(test helper) shuffling tokens only shuffles the outputs when no position is used");
 
     // With positions added to the embeddings, the shuffled sentence reads differently.
     Tensor3 xp3 = xt::zeros<float>({std::size_t(1), T, D});
     xt::view(xp3, 0, xt::all(), xt::all()) = xp;
     Tensor2 a = xt::view(wb::add_positions(x3, table), 0, xt::all(), xt::all());
     Tensor2 b = xt::view(wb::add_positions(xp3, table), 0, xt::all(), xt::all());
-    const float gap = max_abs_diff(naive_attention(b, b, b), permute_rows(naive_attention(a, a, a), perm));
-    INFO("max |attention(shuffled + PE) - shuffled attention(x + PE)| = " << gap
+    const float gap =
+        max_abs_diff(naive_attention(b, b, b), permute_rows(naive_attention(a, a, a), perm));
+    INFO("max |attention(shuffled + PE) - shuffled attention(x + PE)| = "
+         << gap
          << "\nhint: adding position rows must make the output depend on word order; "
             "did add_positions add the same row to every token?");
     CHECK(gap > 1e-2f);
@@ -449,8 +472,10 @@ TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention", "[
     // RoPE on Q and K only; V stays as it is (RoPE is not added to X).
     Tensor2 r = xt::view(wb::apply_rope(x4), 0, 0, xt::all(), xt::all());
     Tensor2 rp = xt::view(wb::apply_rope(xp4), 0, 0, xt::all(), xt::all());
-    const float gap = max_abs_diff(naive_attention(rp, rp, xp), permute_rows(naive_attention(r, r, x), perm));
-    INFO("max |attention with RoPE on the shuffled tokens - shuffled attention with RoPE| = " << gap
+    const float gap =
+        max_abs_diff(naive_attention(rp, rp, xp), permute_rows(naive_attention(r, r, x), perm));
+    INFO("max |attention with RoPE on the shuffled tokens - shuffled attention with RoPE| = "
+         << gap
          << "\nhint: RoPE turns each token by its position, so word order must change the scores; "
             "is the angle using the position t?");
     CHECK(gap > 1e-2f);

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "3-positions/positions.hpp"
+#include "check.hpp"
 
 #include <cstddef>
 #include <cstdint>

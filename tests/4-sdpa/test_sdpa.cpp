@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "4-sdpa/sdpa.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -82,12 +82,14 @@ std::string rows_str(const Tensor4& w) {
 
 // ---- weighted_sum: O = A V ------------------------------------------------------------------
 
-TEST_CASE("weighted_sum reproduces the notes' worked example, 0.1 v1 + 0.7 v2 + 0.2 v3 = (0.7, 1.6)", "[weighted_sum]") {
+TEST_CASE(
+    "weighted_sum reproduces the notes' worked example, 0.1 v1 + 0.7 v2 + 0.2 v3 = (0.7, 1.6)",
+    "[weighted_sum]") {
     // Notes §9: weights [0.1, 0.7, 0.2] over v1 = [1, 0], v2 = [0, 2], v3 = [3, 1].
-    const Tensor4 weights = {{{{0.1f, 0.7f, 0.2f}}}};                // [1, 1, N=1, M=3]
+    const Tensor4 weights = {{{{0.1f, 0.7f, 0.2f}}}};                  // [1, 1, N=1, M=3]
     const Tensor4 v = {{{{1.0f, 0.0f}, {0.0f, 2.0f}, {3.0f, 1.0f}}}};  // [1, 1, M=3, d_v=2]
     // By hand: 0.1*[1,0] + 0.7*[0,2] + 0.2*[3,1] = [0.1 + 0 + 0.6, 0 + 1.4 + 0.2] = [0.7, 1.6].
-    const Tensor4 expected = {{{{0.7f, 1.6f}}}};                      // [1, 1, 1, 2]
+    const Tensor4 expected = {{{{0.7f, 1.6f}}}};  // [1, 1, 1, 2]
     const Tensor4 out = wb::weighted_sum(weights, v);
     WB_CHECK_SHAPE(out, (Shape{1, 1, 1, 2}),
                    "weights [B, H, N, M] times v [B, H, M, d_v] is [B, H, N, d_v]: one row per "
@@ -97,12 +99,13 @@ TEST_CASE("weighted_sum reproduces the notes' worked example, 0.1 v1 + 0.7 v2 + 
                    "weights only say how much of each value to take");
 }
 
-TEST_CASE("weighted_sum gives query i the mix of value rows named by weight row i, per head", "[weighted_sum]") {
+TEST_CASE("weighted_sum gives query i the mix of value rows named by weight row i, per head",
+          "[weighted_sum]") {
     // N = M = 2, so a transposed weight matrix still has the right shape but wrong numbers.
-    const Tensor4 weights = {{{{0.25f, 0.75f}, {1.0f, 0.0f}},     // head 0
-                              {{0.5f, 0.5f}, {0.0f, 1.0f}}}};     // head 1   [1, 2, 2, 2]
-    const Tensor4 v = {{{{1.0f, 2.0f}, {3.0f, 4.0f}},             // head 0
-                        {{-1.0f, 0.0f}, {2.0f, 6.0f}}}};          // head 1   [1, 2, 2, 2]
+    const Tensor4 weights = {{{{0.25f, 0.75f}, {1.0f, 0.0f}},  // head 0
+                              {{0.5f, 0.5f}, {0.0f, 1.0f}}}};  // head 1   [1, 2, 2, 2]
+    const Tensor4 v = {{{{1.0f, 2.0f}, {3.0f, 4.0f}},          // head 0
+                        {{-1.0f, 0.0f}, {2.0f, 6.0f}}}};       // head 1   [1, 2, 2, 2]
     // By hand. head 0: 0.25*[1,2] + 0.75*[3,4] = [2.5, 3.5]; 1*[1,2] = [1, 2].
     //          head 1: 0.5*[-1,0] + 0.5*[2,6] = [0.5, 3];   1*[2,6] = [2, 6].
     const Tensor4 expected = {{{{2.5f, 3.5f}, {1.0f, 2.0f}}, {{0.5f, 3.0f}, {2.0f, 6.0f}}}};
@@ -115,10 +118,10 @@ TEST_CASE("weighted_sum gives query i the mix of value rows named by weight row 
 
 TEST_CASE("attention_scores matches hand-computed q_i . k_j / sqrt(d_k)", "[attention_scores]") {
     // d_k = 4, so sqrt(d_k) = 2. N = 2 queries, M = 3 keys.
-    const Tensor4 q = {{{{1, 0, 1, 0}, {0, 2, 0, 2}}}};                 // [1, 1, 2, 4]
-    const Tensor4 k = {{{{1, 1, 1, 1}, {2, 0, 0, 0}, {0, 0, 0, 3}}}};   // [1, 1, 3, 4]
+    const Tensor4 q = {{{{1, 0, 1, 0}, {0, 2, 0, 2}}}};                // [1, 1, 2, 4]
+    const Tensor4 k = {{{{1, 1, 1, 1}, {2, 0, 0, 0}, {0, 0, 0, 3}}}};  // [1, 1, 3, 4]
     // By hand: q0.k = [2, 2, 0], q1.k = [4, 0, 6]; divided by 2: [1, 1, 0] and [2, 0, 3].
-    const Tensor4 expected = {{{{1, 1, 0}, {2, 0, 3}}}};                // [1, 1, N=2, M=3]
+    const Tensor4 expected = {{{{1, 1, 0}, {2, 0, 3}}}};  // [1, 1, N=2, M=3]
     const Tensor4 s = wb::attention_scores(q, k);
     WB_CHECK_SHAPE(s, (Shape{1, 1, 2, 3}),
                    "scores are [B, H, N, M]: one row per query, one column per key; did you "
@@ -128,7 +131,8 @@ TEST_CASE("attention_scores matches hand-computed q_i . k_j / sqrt(d_k)", "[atte
                    "last two axes of k) and divide by sqrt(4) = 2");
 }
 
-TEST_CASE("attention_scores divides by sqrt(d_k) of one head, not sqrt(D) or d_k", "[attention_scores]") {
+TEST_CASE("attention_scores divides by sqrt(d_k) of one head, not sqrt(D) or d_k",
+          "[attention_scores]") {
     // B = 1, H = 2 heads of width d_k = 4 (so D = H*d_k = 8), one query and one key per head.
     const Tensor4 q = {{{{1, 1, 1, 1}}, {{2, 2, 2, 2}}}};  // [1, 2, 1, 4]
     const Tensor4 k = {{{{1, 1, 1, 1}}, {{1, 1, 1, 1}}}};  // [1, 2, 1, 4]
@@ -142,11 +146,12 @@ TEST_CASE("attention_scores divides by sqrt(d_k) of one head, not sqrt(D) or d_k
 
 // ---- masked_softmax -------------------------------------------------------------------------
 
-TEST_CASE("masked_softmax without a mask is a softmax over the keys of each query", "[masked_softmax]") {
+TEST_CASE("masked_softmax without a mask is a softmax over the keys of each query",
+          "[masked_softmax]") {
     const Tensor4 scores = {{{{1, 2, 3}, {3, 1, 1}}}};  // [1, 1, N=2, M=3]
     // torch.softmax(torch.tensor([[1., 2, 3], [3, 1, 1]], dtype=torch.float64), -1)
-    const Tensor4 expected = {{{{0.090030573f, 0.244728471f, 0.665240956f},
-                                {0.786986042f, 0.106506979f, 0.106506979f}}}};
+    const Tensor4 expected = {
+        {{{0.090030573f, 0.244728471f, 0.665240956f}, {0.786986042f, 0.106506979f, 0.106506979f}}}};
     WB_CHECK_CLOSE(wb::masked_softmax(scores), expected, 1e-5,
                    "softmax along the LAST axis (keys): row i is query i's distribution over "
                    "the keys. Did you normalise over the query axis? Did you store the row "
@@ -157,8 +162,8 @@ TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask", "
     const Tensor4 scores = {{{{1000, -1000, 999}, {-1000, -999, -1000}}}};  // [1, 1, 2, 3]
     // torch.softmax(torch.tensor([[1000., -1000, 999], [-1000, -999, -1000]],
     //               dtype=torch.float64), -1)
-    const Tensor4 expected = {{{{0.731058579f, 0.0f, 0.268941421f},
-                                {0.211941558f, 0.576116885f, 0.211941558f}}}};
+    const Tensor4 expected = {
+        {{{0.731058579f, 0.0f, 0.268941421f}, {0.211941558f, 0.576116885f, 0.211941558f}}}};
     const Tensor4 w = wb::masked_softmax(scores);
     INFO("weights:" << rows_str(w));
     CHECK(all_finite(w));
@@ -175,10 +180,11 @@ TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask", "
                    "-inf) and subtract it before exp");
 }
 
-TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises the readable ones", "[masked_softmax][mask]") {
-    const Tensor4 scores = {{{{1, 2, 3, 4}, {0.5f, -1, 2, 0}}}};     // [1, 1, N=2, M=4]
-    const Bool3 allowed = {{{true, false, true, false},              // query 0 reads keys 0, 2
-                            {false, true, true, true}}};             // query 1 reads keys 1-3
+TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises the readable ones",
+          "[masked_softmax][mask]") {
+    const Tensor4 scores = {{{{1, 2, 3, 4}, {0.5f, -1, 2, 0}}}};  // [1, 1, N=2, M=4]
+    const Bool3 allowed = {{{true, false, true, false},           // query 0 reads keys 0, 2
+                            {false, true, true, true}}};          // query 1 reads keys 1-3
     // torch.softmax(torch.tensor([1., 3], dtype=torch.float64), -1)     = [0.119202922, 0.880797078]
     // torch.softmax(torch.tensor([-1., 2, 0], dtype=torch.float64), -1) = [0.042010066, 0.843794734, 0.114195199]
     const Tensor4 expected = {{{{0.119202922f, 0.0f, 0.880797078f, 0.0f},
@@ -186,8 +192,9 @@ TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises th
     const Tensor4 w = wb::masked_softmax(scores, make_mask(allowed));
     const std::vector<float> hidden = hidden_weights(w, allowed);
     INFO("weights:" << rows_str(w));
-    INFO("allowed(b, i, j) == true means query i MAY read key j; hidden keys must get "
-         "exactly 0 (score -inf before the softmax, exp(-inf) = 0). Did you invert the mask?");
+    INFO(
+        "allowed(b, i, j) == true means query i MAY read key j; hidden keys must get "
+        "exactly 0 (score -inf before the softmax, exp(-inf) = 0). Did you invert the mask?");
     CHECK(all_zero(hidden));
     WB_CHECK_CLOSE(w, expected, 1e-5,
                    "the readable keys' weights are the softmax over the readable keys only "
@@ -195,7 +202,8 @@ TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises th
                    "softmax; if hidden keys get weight, the mask is inverted or ignored");
 }
 
-TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over its readable keys", "[masked_softmax][mask]") {
+TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over its readable keys",
+          "[masked_softmax][mask]") {
     // Random scores of size up to a few thousand, and a random mask in which every query can
     // read at least one key (key (i * 3) % M is always readable).
     const std::size_t B = 2, H = 3, N = 4, M = 6;
@@ -208,8 +216,8 @@ TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over i
 
     for (bool use_mask : {false, true}) {
         INFO((use_mask ? "with a random mask [B, N, M]" : "without a mask"));
-        const Tensor4 w = use_mask ? wb::masked_softmax(scores, make_mask(allowed))
-                                   : wb::masked_softmax(scores);
+        const Tensor4 w =
+            use_mask ? wb::masked_softmax(scores, make_mask(allowed)) : wb::masked_softmax(scores);
         INFO("weights:" << rows_str(w));
         CHECK(all_finite(w));
         const xt::xtensor<double, 3> ones = xt::ones<double>({B, H, N});
@@ -225,7 +233,8 @@ TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over i
     }
 }
 
-TEST_CASE("hidden keys stay at weight 0 even when every readable score is very negative", "[masked_softmax][mask]") {
+TEST_CASE("hidden keys stay at weight 0 even when every readable score is very negative",
+          "[masked_softmax][mask]") {
     // Only -inf is below every score. A finite stand-in (-1e4, -1e9) is not: with readable
     // scores of -2e4 the hidden key would win the softmax.
     const Tensor4 scores = {{{{-20000.0f, -30000.0f, 5.0f}}}};  // [1, 1, 1, 3]
@@ -238,20 +247,21 @@ TEST_CASE("hidden keys stay at weight 0 even when every readable score is very n
                    "whatever the readable scores are");
 }
 
-TEST_CASE("a fully masked row gives finite zero weights and a zero output row, not NaN", "[masked_softmax][sdpa][mask]") {
+TEST_CASE("a fully masked row gives finite zero weights and a zero output row, not NaN",
+          "[masked_softmax][sdpa][mask]") {
     // Query 1 may read no key at all. softmax of all -inf is 0/0 = NaN; the documented result
     // is all-zero weights (sdpa.hpp), hence a zero output row.
     const Tensor4 scores = {{{{0.5f, 1.0f, -1.0f}, {2.0f, 0.0f, 1.0f}, {1.0f, 1.0f, 1.0f}}}};
     const Bool3 allowed = {{{true, false, true}, {false, false, false}, {true, true, true}}};
     // Row 0: torch.softmax(torch.tensor([0.5, -1.0], dtype=torch.float64), -1)
     //        = [0.817574476, 0.182425524]; row 2: uniform 1/3.
-    const Tensor4 expected = {{{{0.817574476f, 0.0f, 0.182425524f},
-                                {0.0f, 0.0f, 0.0f},
-                                {1.0f / 3, 1.0f / 3, 1.0f / 3}}}};
+    const Tensor4 expected = {
+        {{{0.817574476f, 0.0f, 0.182425524f}, {0.0f, 0.0f, 0.0f}, {1.0f / 3, 1.0f / 3, 1.0f / 3}}}};
     const Tensor4 w = wb::masked_softmax(scores, make_mask(allowed));
     INFO("weights:" << rows_str(w));
-    INFO("a query that may read no key gets all -inf scores; exp(-inf - (-inf)) is NaN. Guard "
-         "that row: give it all-zero weights");
+    INFO(
+        "a query that may read no key gets all -inf scores; exp(-inf - (-inf)) is NaN. Guard "
+        "that row: give it all-zero weights");
     CHECK(all_finite(w));
     WB_CHECK_CLOSE(w, expected, 1e-5,
                    "a fully masked row must be all 0 (not NaN, not uniform 1/M: uniform means "
@@ -271,7 +281,8 @@ TEST_CASE("a fully masked row gives finite zero weights and a zero output row, n
                    "the fully masked query's output row must be 0 (zero weights times any values)");
 }
 
-TEST_CASE("a mask of shape [1, N, M] is shared by every sequence of the batch", "[masked_softmax][mask]") {
+TEST_CASE("a mask of shape [1, N, M] is shared by every sequence of the batch",
+          "[masked_softmax][mask]") {
     const Tensor4 scores = {{{{1, 2, 3}}}, {{{3, 2, 1}}}};  // [B=2, 1, 1, 3]
     const Bool3 allowed = {{{true, false, true}}};          // [1, N=1, M=3]: key 1 hidden
     // torch.softmax(torch.tensor([1., 3], dtype=torch.float64), -1) = [0.119202922, 0.880797078],
@@ -308,7 +319,8 @@ TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v", "[sdp
                    "sdpa's output must be its own weights times v (output = weights @ v)");
 }
 
-TEST_CASE("without a mask, permuting keys and values together leaves the output unchanged", "[sdpa]") {
+TEST_CASE("without a mask, permuting keys and values together leaves the output unchanged",
+          "[sdpa]") {
     const std::size_t B = 1, H = 2, N = 3, M = 5, dk = 4, dv = 3;
     const Tensor4 q = wbtest::randn<Tensor4>({B, H, N, dk}, 11);
     const Tensor4 k = wbtest::randn<Tensor4>({B, H, M, dk}, 12);
@@ -316,8 +328,10 @@ TEST_CASE("without a mask, permuting keys and values together leaves the output 
     const std::size_t perm[M] = {3, 0, 4, 1, 2};  // new key j is old key perm[j]
     Tensor4 k2 = k, v2 = v;
     for (std::size_t j = 0; j < M; ++j) {
-        xt::view(k2, xt::all(), xt::all(), j, xt::all()) = xt::view(k, xt::all(), xt::all(), perm[j], xt::all());
-        xt::view(v2, xt::all(), xt::all(), j, xt::all()) = xt::view(v, xt::all(), xt::all(), perm[j], xt::all());
+        xt::view(k2, xt::all(), xt::all(), j, xt::all()) =
+            xt::view(k, xt::all(), xt::all(), perm[j], xt::all());
+        xt::view(v2, xt::all(), xt::all(), j, xt::all()) =
+            xt::view(v, xt::all(), xt::all(), perm[j], xt::all());
     }
     const wb::Attention a = wb::sdpa(q, k, v);
     const wb::Attention a2 = wb::sdpa(q, k2, v2);
@@ -335,12 +349,14 @@ TEST_CASE("without a mask, permuting the queries permutes the output rows the sa
     const std::size_t perm[N] = {2, 0, 1};  // new query i is old query perm[i]
     Tensor4 q2 = q;
     for (std::size_t i = 0; i < N; ++i)
-        xt::view(q2, xt::all(), xt::all(), i, xt::all()) = xt::view(q, xt::all(), xt::all(), perm[i], xt::all());
+        xt::view(q2, xt::all(), xt::all(), i, xt::all()) =
+            xt::view(q, xt::all(), xt::all(), perm[i], xt::all());
     const wb::Attention a = wb::sdpa(q, k, v);
     const wb::Attention a2 = wb::sdpa(q2, k, v);
     Tensor4 expected = a.output;
     for (std::size_t i = 0; i < N; ++i)
-        xt::view(expected, xt::all(), xt::all(), i, xt::all()) = xt::view(a.output, xt::all(), xt::all(), perm[i], xt::all());
+        xt::view(expected, xt::all(), xt::all(), i, xt::all()) =
+            xt::view(a.output, xt::all(), xt::all(), perm[i], xt::all());
     WB_CHECK_CLOSE(a2.output, expected, 1e-5,
                    "each query is answered on its own: moving a query moves its output row and "
                    "changes nothing else. Did the softmax normalise over the queries?");
@@ -391,7 +407,8 @@ TEST_CASE("sdpa with a padding mask [B, N, M] matches PyTorch", "[sdpa][golden][
                    "padded keys must not change the output (torch, lengths [5, 3])");
 }
 
-TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros there", "[sdpa][golden][mask]") {
+TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros there",
+          "[sdpa][golden][mask]") {
     // torch gives NaN on a fully masked row; the golden holds the documented zeros for those
     // rows and torch's values for all the others (see tools/goldens/chapter4.py).
     const wbtest::Golden g("4-sdpa/fully_masked_row.txt");
@@ -408,15 +425,16 @@ TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros
 
 // ---- errors ---------------------------------------------------------------------------------
 
-TEST_CASE("attention_scores rejects q and k whose B, H or d_k differ", "[attention_scores][errors]") {
+TEST_CASE("attention_scores rejects q and k whose B, H or d_k differ",
+          "[attention_scores][errors]") {
     using wb::ShapeError;
     const Tensor4 q = xt::zeros<float>({2, 2, 3, 4});
     WB_CHECK_THROWS(ShapeError, wb::attention_scores(q, Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
-                    "B of q and k differ: name the function and both shapes", "wb::attention_scores",
-                    "[2, 2, 3, 4]", "[1, 2, 5, 4]");
+                    "B of q and k differ: name the function and both shapes",
+                    "wb::attention_scores", "[2, 2, 3, 4]", "[1, 2, 5, 4]");
     WB_CHECK_THROWS(ShapeError, wb::attention_scores(q, Tensor4(xt::zeros<float>({2, 3, 5, 4}))),
-                    "H of q and k differ: name the function and both shapes", "wb::attention_scores",
-                    "[2, 2, 3, 4]", "[2, 3, 5, 4]");
+                    "H of q and k differ: name the function and both shapes",
+                    "wb::attention_scores", "[2, 2, 3, 4]", "[2, 3, 5, 4]");
     WB_CHECK_THROWS(ShapeError, wb::attention_scores(q, Tensor4(xt::zeros<float>({2, 2, 3, 5}))),
                     "d_k of q and k differ (a query must be as wide as a key)",
                     "wb::attention_scores", "[2, 2, 3, 4]", "[2, 2, 3, 5]");
@@ -426,7 +444,8 @@ TEST_CASE("attention_scores rejects q and k whose B, H or d_k differ", "[attenti
                     "d_k == 0 would divide by sqrt(0)", "wb::attention_scores", "[1, 1, 3, 0]");
 }
 
-TEST_CASE("masked_softmax rejects a mask that does not fit the scores", "[masked_softmax][errors]") {
+TEST_CASE("masked_softmax rejects a mask that does not fit the scores",
+          "[masked_softmax][errors]") {
     using wb::ShapeError;
     const Tensor4 scores = xt::zeros<float>({2, 2, 3, 5});  // [B, H, N, M]
     const auto mask_of = [](std::size_t b, std::size_t n, std::size_t m) {
@@ -443,7 +462,8 @@ TEST_CASE("masked_softmax rejects a mask that does not fit the scores", "[masked
                     "[2, 2, 3, 5]");
 }
 
-TEST_CASE("weighted_sum rejects weights and values whose B, H or M differ", "[weighted_sum][errors]") {
+TEST_CASE("weighted_sum rejects weights and values whose B, H or M differ",
+          "[weighted_sum][errors]") {
     using wb::ShapeError;
     const Tensor4 w = xt::zeros<float>({2, 2, 3, 5});  // [B, H, N, M]
     WB_CHECK_THROWS(ShapeError, wb::weighted_sum(w, Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
@@ -455,7 +475,8 @@ TEST_CASE("weighted_sum rejects weights and values whose B, H or M differ", "[we
                     "[2, 2, 3, 5]", "[2, 2, 3, 4]");
 }
 
-TEST_CASE("sdpa rejects q, k, v or a mask that do not fit together, naming every shape", "[sdpa][errors]") {
+TEST_CASE("sdpa rejects q, k, v or a mask that do not fit together, naming every shape",
+          "[sdpa][errors]") {
     using wb::ShapeError;
     const Tensor4 q = xt::zeros<float>({1, 2, 3, 4});  // [B, H, N, d_k]
     const Tensor4 k = xt::zeros<float>({1, 2, 5, 4});  // [B, H, M, d_k]
@@ -471,8 +492,7 @@ TEST_CASE("sdpa rejects q, k, v or a mask that do not fit together, naming every
                     "[1, 2, 5, 4]", "[2, 2, 5, 6]");
     WB_CHECK_THROWS(ShapeError, wb::sdpa(q, Tensor4(xt::zeros<float>({1, 1, 5, 4})), v),
                     "H of k (1) differs from q's (2)", "wb::sdpa", "[1, 2, 3, 4]", "[1, 1, 5, 4]");
-    WB_CHECK_THROWS(ShapeError,
-                    wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({1, 5, 3}))}),
+    WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({1, 5, 3}))}),
                     "a mask [1, N, M] must be [1, 3, 5] here, not [1, 5, 3] (N and M swapped)",
                     "wb::sdpa", "[1, 5, 3]");
 }

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "5-mha/mha.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -92,7 +92,8 @@ Naive naive_mha(const Tensor3& xq, const Tensor3& xkv, const MhaParams& p,
             // This head's Q [N, d], K [M, d], V [M, d] from its slices of the projections.
             std::vector<double> q(N * d), k(M * d), v(M * d);
             for (std::size_t c = 0; c < d; ++c) {
-                for (std::size_t i = 0; i < N; ++i) q[i * d + c] = project(xq, b, i, p.w_q, h * d + c);
+                for (std::size_t i = 0; i < N; ++i)
+                    q[i * d + c] = project(xq, b, i, p.w_q, h * d + c);
                 for (std::size_t j = 0; j < M; ++j) {
                     k[j * d + c] = project(xkv, b, j, p.w_k, h * d + c);
                     v[j * d + c] = project(xkv, b, j, p.w_v, h * d + c);
@@ -105,7 +106,8 @@ Naive naive_mha(const Tensor3& xq, const Tensor3& xkv, const MhaParams& p,
                     double dotqk = 0.0;
                     for (std::size_t c = 0; c < d; ++c) dotqk += q[i * d + c] * k[j * d + c];
                     s[j] = dotqk / std::sqrt(double(d));
-                    const bool ok = !mask || mask->allowed(mask->allowed.shape(0) == 1 ? 0 : b, i, j);
+                    const bool ok =
+                        !mask || mask->allowed(mask->allowed.shape(0) == 1 ? 0 : b, i, j);
                     if (!ok) s[j] = -INFINITY;
                     mx = std::max(mx, s[j]);
                 }
@@ -115,7 +117,8 @@ Naive naive_mha(const Tensor3& xq, const Tensor3& xkv, const MhaParams& p,
                 for (std::size_t j = 0; j < M; ++j) {
                     const double a = std::exp(s[j] - mx) / z;
                     r.weights(b, h, i, j) = static_cast<float>(a);
-                    for (std::size_t c = 0; c < d; ++c) concat[i * D + h * d + c] += a * v[j * d + c];
+                    for (std::size_t c = 0; c < d; ++c)
+                        concat[i * D + h * d + c] += a * v[j * d + c];
                 }
             }
         }
@@ -123,7 +126,8 @@ Naive naive_mha(const Tensor3& xq, const Tensor3& xkv, const MhaParams& p,
         for (std::size_t i = 0; i < N; ++i) {
             for (std::size_t o = 0; o < D; ++o) {
                 double s = bias(p.w_o, o);
-                for (std::size_t f = 0; f < D; ++f) s += concat[i * D + f] * double(p.w_o.weight(o, f));
+                for (std::size_t f = 0; f < D; ++f)
+                    s += concat[i * D + f] * double(p.w_o.weight(o, f));
                 r.output(b, i, o) = static_cast<float>(s);
             }
         }
@@ -163,8 +167,10 @@ const char* kSplitHint =
 
 // ---- the tensor flow of §11 ----------------------------------------------------------------
 
-TEST_CASE("the example of notes 11 (B=2, T=4, D=8, H=2) gives Q/K/V [2, 2, 4, 4], weights "
-          "[2, 2, 4, 4] and output [2, 4, 8]", "[mha][shapes]") {
+TEST_CASE(
+    "the example of notes 11 (B=2, T=4, D=8, H=2) gives Q/K/V [2, 2, 4, 4], weights "
+    "[2, 2, 4, 4] and output [2, 4, 8]",
+    "[mha][shapes]") {
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 11);
     const MhaParams p = wb::init_mha(8, 2, true, 5);
     const wb::MhaResult r = wb::self_attention(x, p);
@@ -188,8 +194,10 @@ TEST_CASE("the example of notes 11 (B=2, T=4, D=8, H=2) gives Q/K/V [2, 2, 4, 4]
     WB_CHECK_SHAPE(r6.output, (wb::Shape{2, 6, 8}), "with T = 6 the output is [B, 6, D]");
 }
 
-TEST_CASE("multi-head attention equals a loop of single-head attentions over slices of W_Q, "
-          "W_K, W_V and W_O", "[mha][heads]") {
+TEST_CASE(
+    "multi-head attention equals a loop of single-head attentions over slices of W_Q, "
+    "W_K, W_V and W_O",
+    "[mha][heads]") {
     // B=2, T=4, D=8, H=2 with biases; expected values from naive_mha above (plain loops in
     // double, head h uses rows h*d..(h+1)*d of W_Q/W_K/W_V and columns h*d..(h+1)*d of W_O).
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 21);
@@ -217,8 +225,9 @@ TEST_CASE("multi-head attention with four heads and no bias equals the per-head 
 
 // ---- self and cross attention (§13) ---------------------------------------------------------
 
-TEST_CASE("cross attention with N queries and M keys gives weights [B, H, N, M] and output [B, N, D]",
-          "[mha][cross]") {
+TEST_CASE(
+    "cross attention with N queries and M keys gives weights [B, H, N, M] and output [B, N, D]",
+    "[mha][cross]") {
     // Queries from a sequence of N = 3 tokens, keys and values from one of M = 5 tokens.
     const auto x_q = wbtest::randn<Tensor3>({2, 3, 6}, 41);
     const auto x_kv = wbtest::randn<Tensor3>({2, 5, 6}, 42);
@@ -277,7 +286,8 @@ TEST_CASE("init_mha builds four [D, D] projections with seeds seed .. seed + 3",
         WB_CHECK_CLOSE(got[n]->weight, expected.weight, 0.0,
                        "use a different seed per projection (seed, seed+1, seed+2, seed+3): "
                        "equal seeds make W_Q == W_K and the scores symmetric");
-        WB_CHECK_CLOSE(got[n]->bias, expected.bias, 0.0, "the bias comes from the same init_linear");
+        WB_CHECK_CLOSE(got[n]->bias, expected.bias, 0.0,
+                       "the bias comes from the same init_linear");
     }
     const MhaParams nb = wb::init_mha(8, 2, false, 1);
     for (const wb::Linear* l : {&nb.w_q, &nb.w_k, &nb.w_v, &nb.w_o}) {
@@ -315,8 +325,9 @@ TEST_CASE("heads are independent, so changing head 0's rows of W_Q changes only 
                    "projected Q by features (reshape [B, T, H, d] then transpose), not by tokens");
     const double moved = max_diff(head(b.weights, 0), head(a.weights, 0));
     INFO("head 0's weights moved by at most " << moved << " after its rows of W_Q changed");
-    INFO("hint: head 0 is computed from rows 0..d-1 of W_Q; if they change nothing, head 0 is "
-         "reading another head's slice");
+    INFO(
+        "hint: head 0 is computed from rows 0..d-1 of W_Q; if they change nothing, head 0 is "
+        "reading another head's slice");
     CHECK(moved > 1e-3);
 }
 
@@ -333,8 +344,9 @@ TEST_CASE("each head reads all D input features, not a slice of the input", "[mh
         const double moved = max_diff(Tensor2(xt::view(b.weights, 0, h, xt::all(), xt::all())),
                                       Tensor2(xt::view(a.weights, 0, h, xt::all(), xt::all())));
         INFO("head " << h << "'s weights moved by " << moved << " when input feature 7 changed");
-        INFO("hint: project with the full [D, D] weights first, then split the result; every "
-             "head's rows of W_Q and W_K read all D input features");
+        INFO(
+            "hint: project with the full [D, D] weights first, then split the result; every "
+            "head's rows of W_Q and W_K read all D input features");
         CHECK(moved > 1e-3);
     }
     const Naive expected = naive_mha(x2, x2, p);
@@ -381,8 +393,8 @@ TEST_CASE("scores are scaled by sqrt(d) = sqrt(D / H), the width of one head, no
     p.w_q = p.w_k = p.w_v = p.w_o = identity_linear(4);
     const Tensor3 x = {{{2.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}};
     const wb::MhaResult r = wb::self_attention(x, p);
-    const Tensor4 weights = {{{{0.94419278f, 0.05580722f}, {0.5f, 0.5f}},
-                              {{0.5f, 0.5f}, {0.5f, 0.5f}}}};
+    const Tensor4 weights = {
+        {{{0.94419278f, 0.05580722f}, {0.5f, 0.5f}}, {{0.5f, 0.5f}, {0.5f, 0.5f}}}};
     WB_CHECK_CLOSE(r.weights, weights, 1e-5,
                    "0.88079708 instead of 0.94419278 means you divided by sqrt(D) = 2; divide "
                    "by sqrt(d) with d = D / H the width of one head");
@@ -413,8 +425,9 @@ TEST_CASE("a causal mask reaches every head, so weights above the diagonal are 0
                 worst_row = std::max(worst_row, std::fabs(row - 1.0));
             }
     INFO("largest weight on a future key: " << future << " (expected 0 in every head)");
-    INFO("hint: pass the mask on to sdpa (self_attention -> multi_head_attention -> sdpa); "
-         "every head uses the same [B, N, M] pattern");
+    INFO(
+        "hint: pass the mask on to sdpa (self_attention -> multi_head_attention -> sdpa); "
+        "every head uses the same [B, N, M] pattern");
     CHECK(future == 0.0);
     INFO("largest |row sum - 1|: " << worst_row);
     CHECK(worst_row < 1e-5);
@@ -438,9 +451,8 @@ TEST_CASE("a cross-attention mask [B, N, M] or [1, N, M] passes through to every
                    "hidden keys must get weight exactly 0 in every head: pass the mask to "
                    "sdpa, whose allowed[b] applies to all H heads of sequence b");
     WB_CHECK_CLOSE(r.output, expected.output, 1e-5, "masked cross attention output");
-    const wb::Mask shared = make_mask(1, 3, 6, [](std::size_t, std::size_t i, std::size_t j) {
-        return j >= i;
-    });
+    const wb::Mask shared =
+        make_mask(1, 3, 6, [](std::size_t, std::size_t i, std::size_t j) { return j >= i; });
     const wb::MhaResult s = wb::multi_head_attention(x_q, x_kv, p, shared);
     WB_CHECK_CLOSE(s.weights, naive_mha(x_q, x_kv, p, shared).weights, 1e-5,
                    "a [1, N, M] mask is shared by every sequence of the batch and every head");
@@ -462,7 +474,8 @@ TEST_CASE("without mask or positions, permuting the tokens permutes the output (
     for (std::size_t t = 0; t < 5; ++t) {
         xt::view(a_perm, 0, t, xt::all()) = xt::view(a.output, 0, perm[t], xt::all());
         for (std::size_t h = 0; h < 2; ++h)
-            for (std::size_t u = 0; u < 5; ++u) w_perm(0, h, t, u) = a.weights(0, h, perm[t], perm[u]);
+            for (std::size_t u = 0; u < 5; ++u)
+                w_perm(0, h, t, u) = a.weights(0, h, perm[t], perm[u]);
     }
     WB_CHECK_CLOSE(b.output, a_perm, 1e-5,
                    "row t of the permuted input's output must be row perm[t] of the original "
@@ -490,8 +503,7 @@ TEST_CASE("matches torch.nn.MultiheadAttention on cross attention with N=3 queri
           "[mha][golden][cross]") {
     const wbtest::Golden g("5-mha/cross.txt");
     const MhaParams p = golden_params(g, 4, true);
-    const wb::MhaResult r =
-        wb::multi_head_attention(g.tensor<3>("x_q"), g.tensor<3>("x_kv"), p);
+    const wb::MhaResult r = wb::multi_head_attention(g.tensor<3>("x_q"), g.tensor<3>("x_kv"), p);
     WB_CHECK_CLOSE(r.weights, g.tensor<4>("weights"), wbtest::golden_tolerance,
                    "torch's mha(query = x_q, key = x_kv, value = x_kv) weights [B, H, N, M]");
     WB_CHECK_CLOSE(r.output, g.tensor<3>("output"), wbtest::golden_tolerance,
@@ -502,7 +514,7 @@ TEST_CASE("matches torch.nn.MultiheadAttention with a causal mask (torch's True 
           "[mha][golden][mask]") {
     const wbtest::Golden g("5-mha/causal.txt");
     const MhaParams p = golden_params(g, 3, false);
-    const Tensor3 allowed_f = g.tensor<3>("allowed");        // ours: 1 = may read
+    const Tensor3 allowed_f = g.tensor<3>("allowed");           // ours: 1 = may read
     const Tensor2 torch_mask = g.tensor<2>("torch_attn_mask");  // torch's: 1 = hidden
     wb::Mask mask{xt::xtensor<bool, 3>::from_shape({1, 5, 5})};
     for (std::size_t i = 0; i < 5; ++i)
@@ -525,8 +537,7 @@ TEST_CASE("weights are per head, and torch's default averaged weights are their 
     // API returns every head. weights_avg is torch's default output for the same case.
     const wbtest::Golden g("5-mha/cross.txt");
     const MhaParams p = golden_params(g, 4, true);
-    const wb::MhaResult r =
-        wb::multi_head_attention(g.tensor<3>("x_q"), g.tensor<3>("x_kv"), p);
+    const wb::MhaResult r = wb::multi_head_attention(g.tensor<3>("x_q"), g.tensor<3>("x_kv"), p);
     WB_CHECK_SHAPE(r.weights, (wb::Shape{2, 4, 3, 5}), "weights are [B, H, N, M]");
     const Tensor3 avg_torch = g.tensor<3>("weights_avg");  // [B, N, M]
     Tensor3 avg = Tensor3::from_shape({2, 3, 5});
@@ -539,8 +550,9 @@ TEST_CASE("weights are per head, and torch's default averaged weights are their 
             }
     WB_CHECK_CLOSE(avg, avg_torch, wbtest::golden_tolerance,
                    "the mean over heads of your weights must be torch's averaged weights");
-    const double spread = max_diff(Tensor3(xt::view(r.weights, xt::all(), 0, xt::all(), xt::all())),
-                                   Tensor3(xt::view(r.weights, xt::all(), 1, xt::all(), xt::all())));
+    const double spread =
+        max_diff(Tensor3(xt::view(r.weights, xt::all(), 0, xt::all(), xt::all())),
+                 Tensor3(xt::view(r.weights, xt::all(), 1, xt::all(), xt::all())));
     INFO("heads 0 and 1 differ by at most " << spread);
     INFO("hint: return every head's weights [B, H, N, M], not their average or one head copied");
     CHECK(spread > 1e-3);
@@ -580,25 +592,26 @@ TEST_CASE("multi_head_attention rejects inconsistent parameters", "[mha][errors]
     bad_o.w_o.weight.fill(0.1f);
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_o),
                     "check every projection is [D, D] before using it (W_O reads the D merged "
-                    "features)", "wb::multi_head_attention", "w_o", "[8, 4]");
+                    "features)",
+                    "wb::multi_head_attention", "w_o", "[8, 4]");
 
     MhaParams bad_h = good;
     bad_h.H = 3;
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_h),
                     "D = 8 cannot be split into H = 3 heads: check D % H in multi_head_attention "
-                    "itself", "wb::multi_head_attention", "D = 8", "H = 3");
+                    "itself",
+                    "wb::multi_head_attention", "D = 8", "H = 3");
 
     MhaParams zero_h = good;
     zero_h.H = 0;
-    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, zero_h),
-                    "H == 0 heads", "wb::multi_head_attention", "H = 0");
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, zero_h), "H == 0 heads",
+                    "wb::multi_head_attention", "H = 0");
 
     MhaParams bad_bias = good;
     bad_bias.w_k.bias = wb::Tensor1::from_shape({5});
     bad_bias.w_k.bias.fill(0.0f);
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_bias),
-                    "a bias must have D entries or none", "wb::multi_head_attention", "w_k",
-                    "[5]");
+                    "a bias must have D entries or none", "wb::multi_head_attention", "w_k", "[5]");
 }
 
 TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M]",
@@ -606,11 +619,13 @@ TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M
     const MhaParams p = random_params(8, 2, true, 1400);
     const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const auto x_kv = wbtest::randn<Tensor3>({2, 5, 8}, 2);
-    const wb::Mask square = make_mask(2, 4, 4, [](std::size_t, std::size_t, std::size_t) { return true; });
+    const wb::Mask square =
+        make_mask(2, 4, 4, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, square),
                     "a cross-attention mask is [B, N, M] = [2, 4, 5]: one column per key of x_kv",
                     "wb::multi_head_attention", "mask", "[2, 4, 4]", "[2, 4, 5]");
-    const wb::Mask batch3 = make_mask(3, 4, 5, [](std::size_t, std::size_t, std::size_t) { return true; });
+    const wb::Mask batch3 =
+        make_mask(3, 4, 5, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, batch3),
                     "the mask's first axis is B or 1", "wb::multi_head_attention", "mask",
                     "[3, 4, 5]");
@@ -631,10 +646,11 @@ TEST_CASE("multi_head_attention rejects empty sequences", "[mha][errors]") {
 TEST_CASE("self_attention reports the errors of multi_head_attention", "[mha][errors][self]") {
     const MhaParams p = random_params(8, 2, true, 1600);
     const auto narrow = wbtest::randn<Tensor3>({2, 4, 6}, 1);
-    WB_CHECK_THROWS(wb::ShapeError, wb::self_attention(narrow, p),
-                    "x's last axis must be D = 8", "multi_head_attention", "[2, 4, 6]", "D = 8");
+    WB_CHECK_THROWS(wb::ShapeError, wb::self_attention(narrow, p), "x's last axis must be D = 8",
+                    "multi_head_attention", "[2, 4, 6]", "D = 8");
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 2);
-    const wb::Mask wrong = make_mask(1, 4, 3, [](std::size_t, std::size_t, std::size_t) { return true; });
+    const wb::Mask wrong =
+        make_mask(1, 4, 3, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::self_attention(x, p, wrong),
                     "self attention's mask is [B, T, T]", "multi_head_attention", "[1, 4, 3]");
 }

@@ -1,7 +1,7 @@
+#include "5-mha/mha.hpp"
+#include "6-masks/masks.hpp"
 #include "check.hpp"
 #include "golden.hpp"
-#include "6-masks/masks.hpp"
-#include "5-mha/mha.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -103,10 +103,10 @@ TEST_CASE("causal mask for T = 4 is the notes' table of allowed and forbidden re
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{1, 4, 4}),
                    "causal_mask(T) is [1, T, T]: batch 1 is shared by every sequence");
     // §12, copied by hand: rows are queries 1..4, columns keys 1..4; ✓ = 1, × = 0.
-    const Ints3 table = {{{1, 0, 0, 0},   // query 1: ✓ × × ×
-                          {1, 1, 0, 0},   // query 2: ✓ ✓ × ×
-                          {1, 1, 1, 0},   // query 3: ✓ ✓ ✓ ×
-                          {1, 1, 1, 1}}}; // query 4: ✓ ✓ ✓ ✓
+    const Ints3 table = {{{1, 0, 0, 0},    // query 1: ✓ × × ×
+                          {1, 1, 0, 0},    // query 2: ✓ ✓ × ×
+                          {1, 1, 1, 0},    // query 3: ✓ ✓ ✓ ×
+                          {1, 1, 1, 1}}};  // query 4: ✓ ✓ ✓ ✓
     WB_CHECK_CLOSE(as01(m.allowed), table, 0.0, kCausalHint);
 }
 
@@ -119,9 +119,10 @@ TEST_CASE("causal mask lets every query read itself and its whole past, never th
         if (m.allowed.shape() != std::array<std::size_t, 3>{1, T, T}) continue;
         for (std::size_t i = 0; i < T; ++i) {
             INFO("query " << i << " reading itself (the diagonal)");
-            INFO("hint: reading yourself is not a leak — position i predicts token i + 1 "
-                 "(§12); torch.triu(..., diagonal=1) starts ABOVE the diagonal. "
-                 "Did you write j < i, or triu with diagonal=0?");
+            INFO(
+                "hint: reading yourself is not a leak — position i predicts token i + 1 "
+                "(§12); torch.triu(..., diagonal=1) starts ABOVE the diagonal. "
+                "Did you write j < i, or triu with diagonal=0?");
             CHECK(m.allowed(0, i, i));
         }
         std::size_t readable = 0;
@@ -172,8 +173,8 @@ TEST_CASE("causal weights are exactly 0 above the diagonal and every row sums to
             for (std::size_t i = 0; i < T; ++i)
                 for (std::size_t j = i + 1; j < T; ++j) {
                     INFO("weights[" << b << ", " << h << ", " << i << ", " << j
-                                    << "] = " << a.weights(b, h, i, j)
-                                    << " must be exactly 0: key " << j << " is in the future of "
+                                    << "] = " << a.weights(b, h, i, j) << " must be exactly 0: key "
+                                    << j << " is in the future of "
                                     << "query " << i << ". " << kCausalHint);
                     CHECK(a.weights(b, h, i, j) == 0.0f);
                 }
@@ -204,21 +205,25 @@ TEST_CASE("changing token j leaves every earlier output of sdpa unchanged (causa
             // Exact in principle (hidden keys weigh exactly 0); 1e-6 as in §21.8's allclose.
             WB_CHECK_CLOSE(before(changed, j), before(original, j), 1e-6,
                            "an output before position j changed when only token j changed: an "
-                           "earlier query read a future key. " + std::string(kCausalHint));
+                           "earlier query read a future key. " +
+                               std::string(kCausalHint));
             for (std::size_t t = j; t < T; ++t) {
                 const double d = max_diff(at(changed, t), at(original, t));
-                INFO("output at position " << t << " >= j moved by " << d
-                     << "; it reads token j (query " << t << " may read key " << j
+                INFO("output at position "
+                     << t << " >= j moved by " << d << "; it reads token j (query " << t
+                     << " may read key " << j
                      << "), so it must change. If it did not, the check is vacuous: did you "
-                     "hide the diagonal (query 0 then reads nothing and outputs 0)?");
+                        "hide the diagonal (query 0 then reads nothing and outputs 0)?");
                 CHECK(d > 1e-4);
             }
         }
     }
 }
 
-TEST_CASE("changing token j leaves every earlier output of multi-head attention unchanged "
-          "(causality)", "[causal][causality][mha]") {
+TEST_CASE(
+    "changing token j leaves every earlier output of multi-head attention unchanged "
+    "(causality)",
+    "[causal][causality][mha]") {
     const wb::MhaParams p = wb::init_mha(8, 2, true, 68);
     for (std::size_t T : {1u, 3u, 7u}) {
         const auto x = wbtest::randn<wb::Tensor3>({2, T, 8}, 69);
@@ -285,8 +290,10 @@ TEST_CASE("changing padded keys and values changes no output of sdpa", "[padding
     const auto noise_v = wbtest::randn<wb::Tensor4>({3, 2, T, 3}, 74);
     for (std::size_t b = 0; b < 3; ++b)
         for (std::size_t j = lengths[b]; j < T; ++j) {
-            xt::view(k2, b, xt::all(), j, xt::all()) = 10.0f * xt::view(noise_k, b, xt::all(), j, xt::all());
-            xt::view(v2, b, xt::all(), j, xt::all()) = 10.0f * xt::view(noise_v, b, xt::all(), j, xt::all());
+            xt::view(k2, b, xt::all(), j, xt::all()) =
+                10.0f * xt::view(noise_k, b, xt::all(), j, xt::all());
+            xt::view(v2, b, xt::all(), j, xt::all()) =
+                10.0f * xt::view(noise_v, b, xt::all(), j, xt::all());
         }
     const wb::Tensor4 changed = wb::sdpa(q, k2, v2, mask).output;
     for (std::size_t b = 0; b < 3; ++b) {
@@ -307,8 +314,8 @@ TEST_CASE("changing padded keys and values changes no output of sdpa", "[padding
     xt::view(v3, 1, xt::all(), 0, xt::all()) += 1.0f;
     const wb::Tensor4 moved = wb::sdpa(q, k, v3, mask).output;
     const double d = max_diff(wb::Tensor3(xt::view(moved, 1)), wb::Tensor3(xt::view(original, 1)));
-    INFO("changing the only real value of sequence 1 moved its outputs by " << d
-         << "; it is the only key they may read, so every output must move by 1");
+    INFO("changing the only real value of sequence 1 moved its outputs by "
+         << d << "; it is the only key they may read, so every output must move by 1");
     CHECK(d > 0.5);
 }
 
@@ -353,13 +360,14 @@ TEST_CASE("combining masks is a logical AND, a key is readable only if both allo
 
 TEST_CASE("combining broadcasts a mask of batch 1 over a batch of B, in either order",
           "[combine]") {
-    const wb::Mask shared{as_bool(Ints3{{{1, 1, 0}, {1, 0, 1}}})};          // [1, 2, 3]
-    const wb::Mask per_sequence{as_bool(Ints3{{{1, 1, 1}, {1, 1, 1}},      // [2, 2, 3]
+    const wb::Mask shared{as_bool(Ints3{{{1, 1, 0}, {1, 0, 1}}})};     // [1, 2, 3]
+    const wb::Mask per_sequence{as_bool(Ints3{{{1, 1, 1}, {1, 1, 1}},  // [2, 2, 3]
                                               {{0, 1, 1}, {1, 1, 0}}})};
     // By hand: sequence 0 is `shared` itself, sequence 1 is shared AND its own pattern.
     const Ints3 expected = {{{1, 1, 0}, {1, 0, 1}}, {{0, 1, 0}, {1, 0, 0}}};
-    const char* hint = "a batch of 1 is shared: read it at batch index 0 for EVERY sequence, and "
-                       "read the other mask at the sequence's own index";
+    const char* hint =
+        "a batch of 1 is shared: read it at batch index 0 for EVERY sequence, and "
+        "read the other mask at the sequence's own index";
     const wb::Mask ab = wb::combine_masks(shared, per_sequence);
     WB_CHECK_SHAPE(ab.allowed, (wb::Shape{2, 2, 3}), "[1, 2, 3] with [2, 2, 3] gives [2, 2, 3]");
     WB_CHECK_CLOSE(as01(ab.allowed), expected, 0.0, hint);
@@ -372,15 +380,15 @@ TEST_CASE("causal padding mask for lengths {3, 1, 4} and T = 4 (hand-written)", 
     const wb::Mask m = wb::causal_padding_mask({3, 1, 4}, 4);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{3, 4, 4}), "causal_padding_mask(lengths, T) is [B, T, T]");
     // allowed(b, i, j) = (j <= i) AND (j < lengths[b]), by hand.
-    const Ints3 expected = {{{1, 0, 0, 0},    // length 3
+    const Ints3 expected = {{{1, 0, 0, 0},  // length 3
                              {1, 1, 0, 0},
                              {1, 1, 1, 0},
-                             {1, 1, 1, 0}},   // padded query 3 reads the 3 real keys
-                            {{1, 0, 0, 0},    // length 1: everyone reads key 0 only
+                             {1, 1, 1, 0}},  // padded query 3 reads the 3 real keys
+                            {{1, 0, 0, 0},   // length 1: everyone reads key 0 only
                              {1, 0, 0, 0},
                              {1, 0, 0, 0},
                              {1, 0, 0, 0}},
-                            {{1, 0, 0, 0},    // length 4: the plain causal table
+                            {{1, 0, 0, 0},  // length 4: the plain causal table
                              {1, 1, 0, 0},
                              {1, 1, 1, 0},
                              {1, 1, 1, 1}}};
@@ -405,8 +413,8 @@ TEST_CASE("fully_masked_rows reports exactly the queries that may read nothing",
     const Rows r0 = wb::fully_masked_rows(m, 0);
     const Rows r1 = wb::fully_masked_rows(m, 1);
     const Rows r2 = wb::fully_masked_rows(m, 2);
-    INFO("padding_mask({2, 0, 3}, 2, 3): sequence 0 -> " << rows_str(r0) << ", sequence 1 -> "
-         << rows_str(r1) << ", sequence 2 -> " << rows_str(r2)
+    INFO("padding_mask({2, 0, 3}, 2, 3): sequence 0 -> "
+         << rows_str(r0) << ", sequence 1 -> " << rows_str(r1) << ", sequence 2 -> " << rows_str(r2)
          << "; expected [], [0, 1], []. A sequence of length 0 leaves every query with nothing "
             "to read; report the row indices i of sequence b, in ascending order");
     CHECK(r0.empty());
@@ -416,8 +424,8 @@ TEST_CASE("fully_masked_rows reports exactly the queries that may read nothing",
     const wb::Mask hand{as_bool(Ints3{{{0, 1, 0}, {0, 0, 0}, {1, 0, 0}}})};
     const Rows expected_hand = {1};
     const Rows got = wb::fully_masked_rows(hand, 0);
-    INFO("rows {0 1 0}, {0 0 0}, {1 0 0}: expected [1], got " << rows_str(got)
-         << "; look along each query's ROW (all keys j), not down a column");
+    INFO("rows {0 1 0}, {0 0 0}, {1 0 0}: expected [1], got "
+         << rows_str(got) << "; look along each query's ROW (all keys j), not down a column");
     CHECK(got == expected_hand);
 }
 
@@ -448,11 +456,14 @@ TEST_CASE("a length-0 sequence gives no NaN, only zero weights and zero output i
                    "sequence 0 (length 3 = T) is a plain causal batch: its rows sum to 1");
 }
 
-TEST_CASE("left padding under a causal mask leaves the first queries nothing to read, "
-          "without NaN", "[fully-masked]") {
+TEST_CASE(
+    "left padding under a causal mask leaves the first queries nothing to read, "
+    "without NaN",
+    "[fully-masked]") {
     // Two pad tokens at the FRONT (keys 0 and 1 hidden from everyone), then the causal mask:
     // queries 0 and 1 may read only keys <= themselves, all of which are padding.
-    const wb::Mask left_padding{as_bool(Ints3{{{0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}}})};
+    const wb::Mask left_padding{
+        as_bool(Ints3{{{0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}}})};
     const wb::Mask mask = wb::combine_masks(wb::causal_mask(4), left_padding);
     const Rows expected = {0, 1};
     const Rows rows = wb::fully_masked_rows(mask, 0);
@@ -518,12 +529,15 @@ TEST_CASE("a causal mask built the wrong way round is caught", "[convention]") {
     const wb::Mask wrong{triu};
     const Rows wrong_rows = wb::fully_masked_rows(wrong, 0);
     const Rows last = {3};
-    INFO("triu used as `allowed`: expected the last query [3] to be fully masked (the telltale "
-         "of an inverted causal mask), got " << rows_str(wrong_rows));
+    INFO(
+        "triu used as `allowed`: expected the last query [3] to be fully masked (the telltale "
+        "of an inverted causal mask), got "
+        << rows_str(wrong_rows));
     CHECK(wrong_rows == last);
     const wb::Mask right = wb::from_forbidden(triu);
     const Rows right_rows = wb::fully_masked_rows(right, 0);
-    INFO("from_forbidden(triu): a causal mask has no fully masked row, got " << rows_str(right_rows));
+    INFO("from_forbidden(triu): a causal mask has no fully masked row, got "
+         << rows_str(right_rows));
     CHECK(right_rows.empty());
     // And the causality check of §21.8 catches it too: with the wrong mask, query 0's output
     // moves when the last token changes; with the right one it does not.
@@ -533,12 +547,13 @@ TEST_CASE("a causal mask built the wrong way round is caught", "[convention]") {
     wb::Tensor4 k2 = k, v2 = v;
     replace_token(k2, 3, 89);
     replace_token(v2, 3, 90);
-    const double leak = max_diff(at(wb::sdpa(q, k2, v2, wrong).output, 0),
-                                 at(wb::sdpa(q, k, v, wrong).output, 0));
-    const double kept = max_diff(at(wb::sdpa(q, k2, v2, right).output, 0),
-                                 at(wb::sdpa(q, k, v, right).output, 0));
-    INFO("changing token 3 moved query 0's output by " << leak << " with the inverted mask and by "
-         << kept << " with from_forbidden; expected a visible move and none");
+    const double leak =
+        max_diff(at(wb::sdpa(q, k2, v2, wrong).output, 0), at(wb::sdpa(q, k, v, wrong).output, 0));
+    const double kept =
+        max_diff(at(wb::sdpa(q, k2, v2, right).output, 0), at(wb::sdpa(q, k, v, right).output, 0));
+    INFO("changing token 3 moved query 0's output by "
+         << leak << " with the inverted mask and by " << kept
+         << " with from_forbidden; expected a visible move and none");
     CHECK(leak > 1e-4);
     CHECK(kept <= 1e-6);
 }
@@ -563,8 +578,7 @@ TEST_CASE("masks equal the masks built in torch with triu and key padding", "[go
 TEST_CASE("sdpa with the causal padding mask matches torch's masked_fill attention", "[golden]") {
     const wbtest::Golden g("6-masks/causal_padding.txt");
     const wb::Mask mask = wb::causal_padding_mask(lengths_of(g.tensor<1>("lengths")), 5);
-    const wb::Attention a =
-        wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
+    const wb::Attention a = wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
     WB_CHECK_CLOSE(a.weights, g.tensor<4>("weights"), wbtest::golden_tolerance,
                    "torch: softmax(scores.masked_fill(triu | padding, -inf)); a wrong weight "
                    "means the mask allows or hides the wrong keys");
@@ -576,8 +590,7 @@ TEST_CASE("cross attention with padded keys matches torch (N = 3 queries, M = 5 
           "[golden]") {
     const wbtest::Golden g("6-masks/padding_cross.txt");
     const wb::Mask mask = wb::padding_mask(lengths_of(g.tensor<1>("lengths")), 3, 5);
-    const wb::Attention a =
-        wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
+    const wb::Attention a = wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
     WB_CHECK_CLOSE(a.weights, g.tensor<4>("weights"), wbtest::golden_tolerance,
                    "torch: the padded keys j >= length get weight 0 for every query");
     WB_CHECK_CLOSE(a.output, g.tensor<4>("output"), wbtest::golden_tolerance,
@@ -593,8 +606,8 @@ TEST_CASE("causal_mask rejects T = 0", "[errors]") {
 
 TEST_CASE("padding_mask rejects empty lengths, empty axes and a length beyond M", "[errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({}, 2, 3),
-                    "no lengths means B = 0 sequences: a ShapeError", "wb::padding_mask",
-                    "lengths", "B = 0");
+                    "no lengths means B = 0 sequences: a ShapeError", "wb::padding_mask", "lengths",
+                    "B = 0");
     WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({1}, 0, 3),
                     "N = 0 queries is a ShapeError naming N", "wb::padding_mask", "N = 0");
     WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({1}, 2, 0),
@@ -623,17 +636,14 @@ TEST_CASE("combine_masks rejects masks that do not fit together", "[errors]") {
                     "name both shapes",
                     "wb::combine_masks", "[2, 3, 3]", "[3, 3, 3]");
     const wb::Mask n4{Bool3::from_shape({1, 4, 3})};
-    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(b2, n4),
-                    "the query counts N differ (3 vs 4)", "wb::combine_masks", "[2, 3, 3]",
-                    "[1, 4, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(b2, n4), "the query counts N differ (3 vs 4)",
+                    "wb::combine_masks", "[2, 3, 3]", "[1, 4, 3]");
     const wb::Mask m5{Bool3::from_shape({1, 3, 5})};
-    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(m5, b3),
-                    "the key counts M differ (5 vs 3)", "wb::combine_masks", "[1, 3, 5]",
-                    "[3, 3, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(m5, b3), "the key counts M differ (5 vs 3)",
+                    "wb::combine_masks", "[1, 3, 5]", "[3, 3, 3]");
 }
 
-TEST_CASE("causal_padding_mask rejects T = 0, empty lengths and a length beyond T",
-          "[errors]") {
+TEST_CASE("causal_padding_mask rejects T = 0, empty lengths and a length beyond T", "[errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({1}, 0),
                     "report the error under this function's own name", "wb::causal_padding_mask",
                     "T = 0");

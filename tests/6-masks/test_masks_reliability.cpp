@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "6-masks/masks.hpp"
+#include "check.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +30,7 @@ TEST_CASE("combine_masks and from_forbidden refuse an empty mask", "[masks][erro
                     "no queries is empty too", "wb::from_forbidden", "[2, 0, 3]");
 }
 
-TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows",
-          "[masks][errors]") {
+TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows", "[masks][errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_mask(SIZE_MAX),
                     "T x T wraps around size_t: check the product before allocating",
                     "wb::causal_mask", std::to_string(SIZE_MAX), "2^48");
@@ -40,8 +39,8 @@ TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows",
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::padding_mask({1}, std::size_t(1) << 32, std::size_t(1) << 32),
                     "B x N x M wraps around", "wb::padding_mask", "4294967296");
-    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({1, 2}, SIZE_MAX, 3),
-                    "N = SIZE_MAX", "wb::padding_mask");
+    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({1, 2}, SIZE_MAX, 3), "N = SIZE_MAX",
+                    "wb::padding_mask");
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({1}, std::size_t(1) << 32),
                     "causal_padding_mask builds a causal mask of T x T", "4294967296");
 }

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "7-blocks/blocks.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -41,8 +41,8 @@ Tensor3 ref_layer_norm(const Tensor3& x, const Tensor1& gamma, const Tensor1& be
             for (std::size_t i = 0; i < D; ++i) var += (x(b, t, i) - mu) * (x(b, t, i) - mu);
             var /= double(D);
             for (std::size_t i = 0; i < D; ++i)
-                y(b, t, i) = static_cast<float>((x(b, t, i) - mu) / std::sqrt(var + eps) * gamma(i) +
-                                                beta(i));
+                y(b, t, i) = static_cast<float>(
+                    (x(b, t, i) - mu) / std::sqrt(var + eps) * gamma(i) + beta(i));
         }
     return y;
 }
@@ -54,7 +54,8 @@ Tensor3 ref_layer_norm(const Tensor3& x, const LayerNormParams& p) {
 // The exact GELU, x Φ(x), with std::erf in double.
 Tensor3 ref_gelu(const Tensor3& x) {
     Tensor3 y = x;
-    for (auto& v : y) v = static_cast<float>(0.5 * v * (1.0 + std::erf(double(v) / std::sqrt(2.0))));
+    for (auto& v : y)
+        v = static_cast<float>(0.5 * v * (1.0 + std::erf(double(v) / std::sqrt(2.0))));
     return y;
 }
 
@@ -196,8 +197,10 @@ const char* kPreHint =
 
 // ---- LayerNorm (§5, §21.4, §21.6) -------------------------------------------------------------
 
-TEST_CASE("layer_norm of [1, 2, 3, 4] is [-1.3416355, -0.4472118, 0.4472118, 1.3416355] "
-          "(variance divides by D, eps 1e-5)", "[layer_norm]") {
+TEST_CASE(
+    "layer_norm of [1, 2, 3, 4] is [-1.3416355, -0.4472118, 0.4472118, 1.3416355] "
+    "(variance divides by D, eps 1e-5)",
+    "[layer_norm]") {
     // torch.nn.LayerNorm(4)(torch.tensor([[[1., 2., 3., 4.]]])): mean 2.5, variance 1.25 (/ D).
     // With the variance of torch.var's default (correction 1, / (D - 1) = 1.6667) the values
     // would be [-1.1618915, -0.3872972, 0.3872972, 1.1618915].
@@ -224,8 +227,10 @@ TEST_CASE("layer_norm puts eps inside the square root, with the variance", "[lay
                    "the square root (sqrt(var + eps)), not to the standard deviation");
 }
 
-TEST_CASE("layer_norm gives every token mean 0 and variance 1 over its features before gamma "
-          "and beta", "[layer_norm]") {
+TEST_CASE(
+    "layer_norm gives every token mean 0 and variance 1 over its features before gamma "
+    "and beta",
+    "[layer_norm]") {
     // x = 3 N(0, 1) + 5 per element: variance ~9 per token, so var / (var + eps) = 1 - 1e-6.
     // Tolerance 1e-4: float32 sums of 16 values of size ~5 round at ~1e-6 relative.
     const Tensor3 x = wbtest::randn<Tensor3>({3, 5, 16}, 71) * 3.0f + 5.0f;
@@ -249,15 +254,19 @@ TEST_CASE("layer_norm gives every token mean 0 and variance 1 over its features 
             }
         }
     INFO("token [" << worst_b << ", " << worst_t << "]: mean over D = " << worst_mu
-         << " (expected 0), variance over D (correction 0) = " << worst_var << " (expected 1)");
-    INFO("hint: variance 0.9375 = 15/16 means you divided by D - 1; a mean or variance far off "
-         "means the statistics were taken over the wrong axis (T or B instead of D), or "
-         "xtensor's lazy keep_dims reducer was broadcast unevaluated");
+                   << " (expected 0), variance over D (correction 0) = " << worst_var
+                   << " (expected 1)");
+    INFO(
+        "hint: variance 0.9375 = 15/16 means you divided by D - 1; a mean or variance far off "
+        "means the statistics were taken over the wrong axis (T or B instead of D), or "
+        "xtensor's lazy keep_dims reducer was broadcast unevaluated");
     CHECK(worst < 1e-4);
 }
 
-TEST_CASE("layer_norm normalises each token on its own: changing another token changes "
-          "nothing here", "[layer_norm]") {
+TEST_CASE(
+    "layer_norm normalises each token on its own: changing another token changes "
+    "nothing here",
+    "[layer_norm]") {
     // Tokens of very different scales: statistics over T or B (a batch norm) would mix them.
     Tensor3 x = wbtest::randn<Tensor3>({2, 4, 6}, 72);
     for (std::size_t t = 0; t < 4; ++t)
@@ -300,8 +309,10 @@ TEST_CASE("layer_norm scales by gamma and shifts by beta per feature (hand-compu
                    "feature (did you swap gamma and beta, or forget one?)");
 }
 
-TEST_CASE("layer_norm matches torch.nn.LayerNorm with non-trivial gamma and beta, eps 1e-5 "
-          "and 0.1", "[layer_norm][golden]") {
+TEST_CASE(
+    "layer_norm matches torch.nn.LayerNorm with non-trivial gamma and beta, eps 1e-5 "
+    "and 0.1",
+    "[layer_norm][golden]") {
     const wbtest::Golden g("7-blocks/layer_norm.txt");
     LayerNormParams p{g.tensor<1>("gamma"), g.tensor<1>("beta"), 1e-5f};
     WB_CHECK_CLOSE(wb::layer_norm(g.tensor<3>("x"), p), g.tensor<3>("output"),
@@ -343,20 +354,26 @@ TEST_CASE("rms_norm divides by the root mean square and subtracts no mean (hand-
                    "eps argument");
     // Per token: two tokens of different sizes are normalised separately.
     Tensor3 two = Tensor3::from_shape({1, 2, 2});
-    two(0, 0, 0) = 3; two(0, 0, 1) = 4;    // rms = sqrt(12.5)
-    two(0, 1, 0) = 0.3f; two(0, 1, 1) = -0.4f;  // rms = sqrt(0.125)
+    two(0, 0, 0) = 3;
+    two(0, 0, 1) = 4;  // rms = sqrt(12.5)
+    two(0, 1, 0) = 0.3f;
+    two(0, 1, 1) = -0.4f;  // rms = sqrt(0.125)
     Tensor3 expected = Tensor3::from_shape({1, 2, 2});
     // python: 3/sqrt(12.5+1e-5), 4/sqrt(12.5+1e-5), 0.3/sqrt(0.125+1e-5), -0.4/sqrt(0.125+1e-5)
-    expected(0, 0, 0) = 0.84852780f; expected(0, 0, 1) = 1.13137040f;
-    expected(0, 1, 0) = 0.84849420f; expected(0, 1, 1) = -1.13132560f;
+    expected(0, 0, 0) = 0.84852780f;
+    expected(0, 0, 1) = 1.13137040f;
+    expected(0, 1, 0) = 0.84849420f;
+    expected(0, 1, 1) = -1.13132560f;
     WB_CHECK_CLOSE(wb::rms_norm(two, vec({1, 1})), expected, 1e-5,
                    "the mean of squares is taken per token over the last axis, not over T");
 }
 
 // ---- GELU (§5, §21.6) -------------------------------------------------------------------------
 
-TEST_CASE("gelu is the exact erf form of nn.GELU(), gelu_tanh the tanh approximation "
-          "(hand-computed)", "[gelu]") {
+TEST_CASE(
+    "gelu is the exact erf form of nn.GELU(), gelu_tanh the tanh approximation "
+    "(hand-computed)",
+    "[gelu]") {
     const Tensor3 x = rows({-3, -1, -0.5f, 0, 0.5f, 1, 2, 3});
     // torch.nn.GELU()(x)
     const Tensor3 exact = rows({-0.00404987f, -0.15865529f, -0.15426879f, 0.0f, 0.34573120f,
@@ -364,9 +381,10 @@ TEST_CASE("gelu is the exact erf form of nn.GELU(), gelu_tanh the tanh approxima
     // torch.nn.GELU(approximate='tanh')(x)
     const Tensor3 approx = rows({-0.00363743f, -0.15880799f, -0.15428600f, 0.0f, 0.34571400f,
                                  0.84119201f, 1.95459771f, 2.99636269f});
-    WB_CHECK_CLOSE(wb::gelu(x), exact, 1e-6,
-                   "gelu is x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), the EXACT form "
-                   "(nn.GELU()'s default); the tanh formula is gelu_tanh (they differ by up to 4e-4)");
+    WB_CHECK_CLOSE(
+        wb::gelu(x), exact, 1e-6,
+        "gelu is x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), the EXACT form "
+        "(nn.GELU()'s default); the tanh formula is gelu_tanh (they differ by up to 4e-4)");
     WB_CHECK_CLOSE(wb::gelu_tanh(x), approx, 1e-6,
                    "gelu_tanh is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); check the "
                    "constants and the cube");
@@ -422,8 +440,7 @@ TEST_CASE("ffn works on every position on its own: permuting the tokens permutes
     // One token alone gives the same row as inside the sequence.
     const Tensor3 one = xt::view(x, xt::range(1, 2), xt::range(3, 4), xt::all());
     const Tensor3 row = xt::view(y, xt::range(1, 2), xt::range(3, 4), xt::all());
-    WB_CHECK_CLOSE(wb::ffn(one, p), row, 1e-6,
-                   "a token's FFN output depends on that token only");
+    WB_CHECK_CLOSE(wb::ffn(one, p), row, 1e-6, "a token's FFN output depends on that token only");
     WB_CHECK_CLOSE(y, ref_ffn(x, p), 1e-5, "FFN(x) = down(GELU(up(x)))");
 }
 
@@ -435,7 +452,8 @@ TEST_CASE("init_ffn and init_block give the FFN a hidden width of 4D, with the h
     WB_CHECK_SHAPE(f.down.weight, (wb::Shape{6, 10}), "down is hidden -> D: weight [D, hidden]");
     WB_CHECK_CLOSE(f.up.weight, up.weight, 0.0, "up = init_linear(D, hidden, true, seed)");
     WB_CHECK_CLOSE(f.up.bias, up.bias, 0.0, "up has a bias [hidden]");
-    WB_CHECK_CLOSE(f.down.weight, down.weight, 0.0, "down = init_linear(hidden, D, true, seed + 1)");
+    WB_CHECK_CLOSE(f.down.weight, down.weight, 0.0,
+                   "down = init_linear(hidden, D, true, seed + 1)");
     WB_CHECK_CLOSE(f.down.bias, down.bias, 0.0, "down has a bias [D]");
 
     const BlockParams b = wb::init_block(8, 2, 40);
@@ -447,11 +465,14 @@ TEST_CASE("init_ffn and init_block give the FFN a hidden width of 4D, with the h
     const wb::MhaParams attn = wb::init_mha(8, 2, true, 40);
     INFO("init_block(8, 2, 40).attn.H = " << b.attn.H);
     CHECK(b.attn.H == 2);
-    WB_CHECK_CLOSE(b.attn.w_q.weight, attn.w_q.weight, 0.0, "init_block: attn = init_mha(D, H, true, seed)");
+    WB_CHECK_CLOSE(b.attn.w_q.weight, attn.w_q.weight, 0.0,
+                   "init_block: attn = init_mha(D, H, true, seed)");
     WB_CHECK_CLOSE(b.attn.w_o.bias, attn.w_o.bias, 0.0, "init_block: attention with biases");
     for (const LayerNormParams* ln : {&b.ln1, &b.ln2}) {
-        WB_CHECK_CLOSE(ln->gamma, Tensor1(xt::ones<float>({8})), 0.0, "ln1, ln2 = init_layer_norm(D)");
-        WB_CHECK_CLOSE(ln->beta, Tensor1(xt::zeros<float>({8})), 0.0, "ln1, ln2 = init_layer_norm(D)");
+        WB_CHECK_CLOSE(ln->gamma, Tensor1(xt::ones<float>({8})), 0.0,
+                       "ln1, ln2 = init_layer_norm(D)");
+        WB_CHECK_CLOSE(ln->beta, Tensor1(xt::zeros<float>({8})), 0.0,
+                       "ln1, ln2 = init_layer_norm(D)");
     }
 }
 
@@ -460,7 +481,10 @@ TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)", "[swiglu]
     // below gives [[0.30443987, 0.76271343], [-22.003582, 42.951988]].
     // Swapping gate and up gives [[-5.7487, 8.5146], ...]; no SiLU [[-10, 16.6], ...].
     Tensor3 x = Tensor3::from_shape({1, 2, 2});
-    x(0, 0, 0) = 1; x(0, 0, 1) = -2; x(0, 1, 0) = 0.5f; x(0, 1, 1) = 3;
+    x(0, 0, 0) = 1;
+    x(0, 0, 1) = -2;
+    x(0, 1, 0) = 0.5f;
+    x(0, 1, 1) = 3;
     wb::SwiGluParams p;
     p.gate.weight = {{1, 0.5f}, {-1, 1}, {0, 2}};
     p.gate.bias = vec({0.5f, 0, -1});
@@ -469,8 +493,10 @@ TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)", "[swiglu]
     p.down.weight = {{1, 1, -1}, {0.5f, -1, 2}};
     p.down.bias = vec({0, 0.1f});
     Tensor3 expected = Tensor3::from_shape({1, 2, 2});
-    expected(0, 0, 0) = 0.30443987f; expected(0, 0, 1) = 0.76271343f;
-    expected(0, 1, 0) = -22.003582f; expected(0, 1, 1) = 42.951988f;
+    expected(0, 0, 0) = 0.30443987f;
+    expected(0, 0, 1) = 0.76271343f;
+    expected(0, 1, 0) = -22.003582f;
+    expected(0, 1, 1) = 42.951988f;
     WB_CHECK_CLOSE(wb::swiglu_ffn(x, p), expected, 1e-5,
                    "SwiGLU: silu(gate(x)) element-wise times up(x), then down; silu(a) = a / "
                    "(1 + exp(-a)) goes on the GATE branch, not on up");
@@ -478,8 +504,10 @@ TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)", "[swiglu]
 
 // ---- the block (§5) ---------------------------------------------------------------------------
 
-TEST_CASE("a block whose attention and FFN outputs are zero is the identity: the residuals "
-          "carry x through", "[block][residual]") {
+TEST_CASE(
+    "a block whose attention and FFN outputs are zero is the identity: the residuals "
+    "carry x through",
+    "[block][residual]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 8}, 101);
     BlockParams p = random_block(8, 2, 110);
     const wb::Mask mask = causal(4);
@@ -505,8 +533,7 @@ TEST_CASE("a block whose attention and FFN outputs are zero is the identity: the
     BlockParams no_ffn = p;
     no_ffn.ffn.down.weight.fill(0.0f);
     no_ffn.ffn.down.bias.fill(0.0f);
-    const Tensor3 expected =
-        x + wb::self_attention(ref_layer_norm(x, p.ln1), p.attn, mask).output;
+    const Tensor3 expected = x + wb::self_attention(ref_layer_norm(x, p.ln1), p.attn, mask).output;
     WB_CHECK_CLOSE(wb::block_forward(x, no_ffn, mask).output, expected, 1e-5,
                    "with the FFN giving 0, z = x + MHA(LN1(x)): attention reads LN1(x) and its "
                    "output is ADDED to x (did you drop the first residual?)");
@@ -531,8 +558,10 @@ TEST_CASE("block_forward is the Pre-LN formula y = x + MHA(LN1(x)), z = y + FFN(
                    "without a mask every token reads every token");
 }
 
-TEST_CASE("post_ln_block_forward is y = LN1(x + MHA(x)), z = LN2(y + FFN(y)), and differs "
-          "from Pre-LN", "[block][post-ln]") {
+TEST_CASE(
+    "post_ln_block_forward is y = LN1(x + MHA(x)), z = LN2(y + FFN(y)), and differs "
+    "from Pre-LN",
+    "[block][post-ln]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 5, 8}, 141);
     const BlockParams p = random_block(8, 2, 150);
     const wb::Mask mask = causal(5);
@@ -557,14 +586,17 @@ TEST_CASE("post_ln_block_forward is y = LN1(x + MHA(x)), z = LN2(y + FFN(y)), an
         for (std::size_t t = 0; t < 5; ++t) {
             double mu = 0.0;
             for (std::size_t i = 0; i < 8; ++i) mu += z(b, t, i);
-            INFO("Post-LN output token [" << b << ", " << t << "] has mean " << mu / 8.0
+            INFO("Post-LN output token ["
+                 << b << ", " << t << "] has mean " << mu / 8.0
                  << "; the last step of a Post-LN block is LN2, so it must be ~0");
             CHECK(std::fabs(mu / 8.0) < 1e-4);
         }
 }
 
-TEST_CASE("block_forward and post_ln_block_forward match torch (nn.MultiheadAttention, "
-          "nn.LayerNorm, the FFN, nn.TransformerEncoderLayer)", "[block][golden]") {
+TEST_CASE(
+    "block_forward and post_ln_block_forward match torch (nn.MultiheadAttention, "
+    "nn.LayerNorm, the FFN, nn.TransformerEncoderLayer)",
+    "[block][golden]") {
     const wbtest::Golden g("7-blocks/block.txt");
     const BlockParams p = golden_block(g, "", 2);
     const wb::Mask mask = golden_mask(g);
@@ -582,13 +614,16 @@ TEST_CASE("block_forward and post_ln_block_forward match torch (nn.MultiheadAtte
 }
 
 TEST_CASE("a block keeps the shapes: output [B, T, D], weights [B, H, T, T]", "[block][shapes]") {
-    struct Case { std::size_t B, T, D, H; };
+    struct Case {
+        std::size_t B, T, D, H;
+    };
     for (const Case c : {Case{1, 1, 4, 1}, Case{2, 3, 8, 2}, Case{3, 6, 12, 4}}) {
         const Tensor3 x = wbtest::randn<Tensor3>({c.B, c.T, c.D}, 161);
         const BlockParams p = random_block(c.D, c.H, 170);
         INFO("B = " << c.B << ", T = " << c.T << ", D = " << c.D << ", H = " << c.H);
         const wb::BlockResult pre = wb::block_forward(x, p, causal(c.T));
-        WB_CHECK_SHAPE(pre.output, (wb::Shape{c.B, c.T, c.D}), "a block maps [B, T, D] to [B, T, D]");
+        WB_CHECK_SHAPE(pre.output, (wb::Shape{c.B, c.T, c.D}),
+                       "a block maps [B, T, D] to [B, T, D]");
         WB_CHECK_SHAPE(pre.weights, (wb::Shape{c.B, c.H, c.T, c.T}),
                        "the weights are every head's [B, H, T, T]");
         const wb::BlockResult post = wb::post_ln_block_forward(x, p, causal(c.T));
@@ -599,8 +634,10 @@ TEST_CASE("a block keeps the shapes: output [B, T, D], weights [B, H, T, T]", "[
 
 // ---- the stack (§2, §21.6) --------------------------------------------------------------------
 
-TEST_CASE("stack_forward runs the blocks in order, each on the previous output, then the final "
-          "LayerNorm", "[stack]") {
+TEST_CASE(
+    "stack_forward runs the blocks in order, each on the previous output, then the final "
+    "LayerNorm",
+    "[stack]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 8}, 181);
     const std::vector<BlockParams> blocks = {random_block(8, 2, 200), random_block(8, 4, 220),
                                              random_block(8, 1, 240)};
@@ -633,7 +670,8 @@ TEST_CASE("stack_forward matches torch: two Pre-LN blocks then a final LayerNorm
     const wbtest::Golden g("7-blocks/stack.txt");
     const std::vector<BlockParams> blocks = {golden_block(g, "l0_", 2), golden_block(g, "l1_", 2)};
     const LayerNormParams final_norm{g.tensor<1>("final_gamma"), g.tensor<1>("final_beta"), 1e-5f};
-    const wb::StackResult r = wb::stack_forward(g.tensor<3>("x"), blocks, final_norm, golden_mask(g));
+    const wb::StackResult r =
+        wb::stack_forward(g.tensor<3>("x"), blocks, final_norm, golden_mask(g));
     REQUIRE(r.weights.size() == 2);
     WB_CHECK_CLOSE(r.weights[0], g.tensor<4>("weights_0"), wbtest::golden_tolerance,
                    "block 0 reads x");
@@ -644,8 +682,10 @@ TEST_CASE("stack_forward matches torch: two Pre-LN blocks then a final LayerNorm
                    "norm_first layers and a final norm)");
 }
 
-TEST_CASE("a stack of three blocks stays causal: changing token j leaves every output before j "
-          "unchanged", "[stack][causal]") {
+TEST_CASE(
+    "a stack of three blocks stays causal: changing token j leaves every output before j "
+    "unchanged",
+    "[stack][causal]") {
     const std::size_t T = 6;
     const Tensor3 x = wbtest::randn<Tensor3>({2, T, 8}, 281);
     const std::vector<BlockParams> blocks = {random_block(8, 2, 300), random_block(8, 2, 320),
@@ -688,8 +728,8 @@ TEST_CASE("layer_norm rejects gamma or beta that are not [D], D == 0 and eps <= 
     LayerNormParams bad_gamma = ln_params(4);
     bad_gamma.gamma = xt::ones<float>({5});
     WB_CHECK_THROWS(wb::ShapeError, wb::layer_norm(x, bad_gamma),
-                    "gamma has one entry per feature: [D] = [4]", "wb::layer_norm", "gamma",
-                    "[5]", "[4]");
+                    "gamma has one entry per feature: [D] = [4]", "wb::layer_norm", "gamma", "[5]",
+                    "[4]");
     LayerNormParams bad_beta = ln_params(4);
     bad_beta.beta = xt::zeros<float>({3});
     WB_CHECK_THROWS(wb::ShapeError, wb::layer_norm(x, bad_beta),
@@ -700,8 +740,8 @@ TEST_CASE("layer_norm rejects gamma or beta that are not [D], D == 0 and eps <= 
     WB_CHECK_THROWS(wb::ValueError, wb::layer_norm(x, ln_params(4, 0.0f)),
                     "eps must be > 0: with eps = 0 a constant token divides 0 by 0",
                     "wb::layer_norm", "eps = 0");
-    WB_CHECK_THROWS(wb::ValueError, wb::layer_norm(x, ln_params(4, -1.0f)),
-                    "eps must be > 0", "wb::layer_norm", "eps = -1");
+    WB_CHECK_THROWS(wb::ValueError, wb::layer_norm(x, ln_params(4, -1.0f)), "eps must be > 0",
+                    "wb::layer_norm", "eps = -1");
     WB_CHECK_THROWS(wb::ValueError, wb::layer_norm(x, ln_params(4, std::nanf(""))),
                     "a NaN eps is not > 0 either: test !(eps > 0), which is true for NaN",
                     "wb::layer_norm", "eps");
@@ -709,12 +749,13 @@ TEST_CASE("layer_norm rejects gamma or beta that are not [D], D == 0 and eps <= 
 
 TEST_CASE("rms_norm rejects gamma that is not [D], D == 0 and eps <= 0", "[rms_norm][errors]") {
     const Tensor3 x = wbtest::randn<Tensor3>({1, 2, 4}, 2);
-    WB_CHECK_THROWS(wb::ShapeError, wb::rms_norm(x, vec({1, 1, 1})),
-                    "gamma is [D] = [4]", "wb::rms_norm", "gamma", "[3]", "[4]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::rms_norm(Tensor3::from_shape({1, 2, 0}), Tensor1::from_shape({0})),
+    WB_CHECK_THROWS(wb::ShapeError, wb::rms_norm(x, vec({1, 1, 1})), "gamma is [D] = [4]",
+                    "wb::rms_norm", "gamma", "[3]", "[4]");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::rms_norm(Tensor3::from_shape({1, 2, 0}), Tensor1::from_shape({0})),
                     "D = 0: no features to normalise", "wb::rms_norm", "[1, 2, 0]");
-    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), 0.0f),
-                    "eps must be > 0", "wb::rms_norm", "eps = 0");
+    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), 0.0f), "eps must be > 0",
+                    "wb::rms_norm", "eps = 0");
 }
 
 TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm eps",
@@ -723,8 +764,8 @@ TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm e
     // comparison, so test !(eps > 0).
     const Tensor3 x = wbtest::randn<Tensor3>({1, 2, 4}, 2);
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), -1.0f),
-                    "eps must be > 0", "wb::rms_norm", "eps = -1");
+    WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), -1.0f), "eps must be > 0",
+                    "wb::rms_norm", "eps = -1");
     WB_CHECK_THROWS(wb::ValueError, wb::rms_norm(x, vec({1, 1, 1, 1}), nan),
                     "a NaN eps is not > 0 either: test !(eps > 0), which is true for NaN",
                     "wb::rms_norm", "eps");
@@ -734,14 +775,14 @@ TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm e
     WB_CHECK_THROWS(wb::ValueError, wb::post_ln_block_forward(x8, bad_eps),
                     "Post-LN checks both LayerNorms' eps too", "wb::post_ln_block_forward",
                     "ln2.eps");
-    WB_CHECK_THROWS(wb::ValueError, wb::block_forward(x8, bad_eps),
-                    "a NaN eps is not > 0", "wb::block_forward", "ln2.eps");
+    WB_CHECK_THROWS(wb::ValueError, wb::block_forward(x8, bad_eps), "a NaN eps is not > 0",
+                    "wb::block_forward", "ln2.eps");
 }
 
 TEST_CASE("init_layer_norm, init_ffn and init_block reject zero widths and D % H != 0",
           "[init][errors]") {
-    WB_CHECK_THROWS(wb::ShapeError, wb::init_layer_norm(0), "D must be >= 1",
-                    "wb::init_layer_norm", "D = 0");
+    WB_CHECK_THROWS(wb::ShapeError, wb::init_layer_norm(0), "D must be >= 1", "wb::init_layer_norm",
+                    "D = 0");
     WB_CHECK_THROWS(wb::ShapeError, wb::init_ffn(0, 8, 1), "D must be >= 1", "wb::init_ffn",
                     "D = 0");
     WB_CHECK_THROWS(wb::ShapeError, wb::init_ffn(4, 0, 1), "hidden must be >= 1", "wb::init_ffn",
@@ -770,8 +811,8 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other", "[
     bad_bias.down.bias = vec({1, 2});
     WB_CHECK_THROWS(wb::ShapeError, wb::ffn(x, bad_bias), "down's bias is [D] = [4] or empty",
                     "wb::ffn", "down.bias", "[2]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::ffn(Tensor3::from_shape({2, 3, 0}), good),
-                    "D = 0", "wb::ffn", "[2, 3, 0]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::ffn(Tensor3::from_shape({2, 3, 0}), good), "D = 0",
+                    "wb::ffn", "[2, 3, 0]");
     wb::FfnParams no_hidden = good;
     no_hidden.up.weight = Tensor2::from_shape({0, 4});
     no_hidden.up.bias = Tensor1::from_shape({0});
@@ -784,7 +825,8 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other", "[
     bad_gate_up.up = random_linear(6, 4, 23);
     WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_gate_up),
                     "gate and up must have the same hidden width (they are multiplied element "
-                    "by element)", "wb::swiglu_ffn", "up.weight", "[6, 4]");
+                    "by element)",
+                    "wb::swiglu_ffn", "up.weight", "[6, 4]");
     wb::SwiGluParams bad_sdown = s;
     bad_sdown.down = random_linear(5, 8, 24);
     WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_sdown), "down is [D, hidden] = [4, 8]",
@@ -798,8 +840,10 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other", "[
                     "wb::swiglu_ffn", "[1, 2, 0]");
 }
 
-TEST_CASE("block_forward and post_ln_block_forward reject parameters that do not fit x, naming "
-          "the parameter", "[block][errors]") {
+TEST_CASE(
+    "block_forward and post_ln_block_forward reject parameters that do not fit x, naming "
+    "the parameter",
+    "[block][errors]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 8}, 4);
     const BlockParams good = random_block(8, 2, 500);
     BlockParams bad_ln2 = good;
@@ -808,8 +852,8 @@ TEST_CASE("block_forward and post_ln_block_forward reject parameters that do not
                     "check both LayerNorms against D before using them", "wb::block_forward",
                     "ln2.gamma", "[6]", "[8]");
     WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(x, bad_ln2),
-                    "Post-LN checks the same parameters", "wb::post_ln_block_forward",
-                    "ln2.gamma", "[6]");
+                    "Post-LN checks the same parameters", "wb::post_ln_block_forward", "ln2.gamma",
+                    "[6]");
     BlockParams bad_eps = good;
     bad_eps.ln1.eps = 0.0f;
     WB_CHECK_THROWS(wb::ValueError, wb::block_forward(x, bad_eps), "ln1.eps must be > 0",
@@ -842,7 +886,8 @@ TEST_CASE("block_forward and post_ln_block_forward reject parameters that do not
                     "wb::multi_head_attention", "H = 3");
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(x, good, causal(4)),
                     "the mask of a block is [B, T, T] or [1, T, T] with T = 3 (reported by "
-                    "multi_head_attention)", "wb::multi_head_attention", "mask", "[1, 4, 4]");
+                    "multi_head_attention)",
+                    "wb::multi_head_attention", "mask", "[1, 4, 4]");
 }
 
 TEST_CASE("stack_forward names the block and the final norm that do not fit", "[stack][errors]") {
@@ -861,6 +906,7 @@ TEST_CASE("stack_forward names the block and the final norm that do not fit", "[
     LayerNormParams bad_final_eps = ln_params(8, -0.5f);
     WB_CHECK_THROWS(wb::ValueError, wb::stack_forward(x, blocks, bad_final_eps),
                     "the final norm's eps must be > 0", "wb::stack_forward", "final_norm.eps");
-    WB_CHECK_THROWS(wb::ShapeError, wb::stack_forward(Tensor3::from_shape({0, 3, 8}), blocks, good_final),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::stack_forward(Tensor3::from_shape({0, 3, 8}), blocks, good_final),
                     "B = 0: nothing to run", "wb::stack_forward", "[0, 3, 8]");
 }

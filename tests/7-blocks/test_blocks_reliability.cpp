@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "7-blocks/blocks.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <limits>
@@ -13,10 +13,10 @@ TEST_CASE("layer_norm and rms_norm refuse an infinite eps, as chapter 8 does",
     wb::LayerNormParams p = wb::init_layer_norm(4);
     p.eps = std::numeric_limits<float>::infinity();
     WB_CHECK_THROWS(wb::ValueError, wb::layer_norm(x, p),
-                    "eps = inf is not a usable epsilon: test std::isfinite too",
-                    "wb::layer_norm", "eps = inf", "finite");
-    WB_CHECK_THROWS(wb::ValueError,
-                    wb::rms_norm(x, wb::Tensor1(xt::ones<float>({4})),
-                                 std::numeric_limits<float>::infinity()),
-                    "the same rule for rms_norm", "wb::rms_norm", "eps = inf", "finite");
+                    "eps = inf is not a usable epsilon: test std::isfinite too", "wb::layer_norm",
+                    "eps = inf", "finite");
+    WB_CHECK_THROWS(
+        wb::ValueError,
+        wb::rms_norm(x, wb::Tensor1(xt::ones<float>({4})), std::numeric_limits<float>::infinity()),
+        "the same rule for rms_norm", "wb::rms_norm", "eps = inf", "finite");
 }

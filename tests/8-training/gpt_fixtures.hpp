@@ -6,17 +6,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <random>
-#include <cstdint>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "8-training/model.hpp"
 #include "check.hpp"
 #include "golden.hpp"
-#include "8-training/model.hpp"
 
 namespace wbtest {
 

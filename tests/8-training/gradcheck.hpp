@@ -64,10 +64,9 @@ struct GradCheck {
         if (worst_error <= bound) return std::nullopt;  // NaN compares false: reported below
         out << name << ": the backward disagrees with the central difference (h = " << grad_step
             << ", double precision) over " << checked << " elements.\n  worst element " << index
-            << ": analytic " << analytic << ", numeric " << numeric << ", error "
-            << worst_error << " > bound " << bound
-            << "\n  (error = |analytic - numeric| / max(|analytic|, |numeric|, 1))\nhint: "
-            << hint;
+            << ": analytic " << analytic << ", numeric " << numeric << ", error " << worst_error
+            << " > bound " << bound
+            << "\n  (error = |analytic - numeric| / max(|analytic|, |numeric|, 1))\nhint: " << hint;
         return out.str();
     }
 };
@@ -97,8 +96,7 @@ GradCheck gradcheck(const std::function<double()>& loss, X& x, const G& analytic
         x.data()[k] = saved;
         const double numeric = (up - down) / (2.0 * h);
         const double a = static_cast<double>(analytic.data()[k]);
-        double error = std::fabs(a - numeric) /
-                       std::max({std::fabs(a), std::fabs(numeric), 1.0});
+        double error = std::fabs(a - numeric) / std::max({std::fabs(a), std::fabs(numeric), 1.0});
         if (!std::isfinite(error)) error = std::numeric_limits<double>::infinity();
         if (error > r.worst_error) {
             r.worst_error = error;

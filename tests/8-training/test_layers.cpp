@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "8-training/layers.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -55,7 +55,8 @@ double dot_all(const A& a, const R& r) {
 // Targets stored as floats in the golden files.
 Targets as_targets(const xt::xtensor<float, 1>& t) {
     Targets out = Targets::from_shape({t.size()});
-    for (std::size_t i = 0; i < t.size(); ++i) out(i) = static_cast<std::int64_t>(std::lround(t(i)));
+    for (std::size_t i = 0; i < t.size(); ++i)
+        out(i) = static_cast<std::int64_t>(std::lround(t(i)));
     return out;
 }
 
@@ -100,8 +101,11 @@ TEST_CASE("linear_backward matches PyTorch's autograd in float", "[linear][backw
                    "dbias = the sum of dy over the rows (the bias is added to every row)");
 }
 
-TEST_CASE("linear_backward passes the gradient check in double, with bias", "[linear][backward][gradcheck]") {
-    struct Case { std::size_t N, in, out; };
+TEST_CASE("linear_backward passes the gradient check in double, with bias",
+          "[linear][backward][gradcheck]") {
+    struct Case {
+        std::size_t N, in, out;
+    };
     for (const Case c : {Case{1, 5, 3}, Case{4, 7, 1}, Case{3, 5, 7}}) {
         INFO("N = " << c.N << ", in = " << c.in << ", out = " << c.out);
         Md x = wbtest::randn<Md>({c.N, c.in}, 11);
@@ -120,7 +124,8 @@ TEST_CASE("linear_backward passes the gradient check in double, with bias", "[li
     }
 }
 
-TEST_CASE("linear_backward without bias passes the gradient check and leaves dbias empty", "[linear][backward][gradcheck]") {
+TEST_CASE("linear_backward without bias passes the gradient check and leaves dbias empty",
+          "[linear][backward][gradcheck]") {
     Md x = wbtest::randn<Md>({3, 7}, 21);
     Md w = wbtest::randn<Md>({5, 7}, 22);
     const Md r = wbtest::randn<Md>({3, 5}, 23);
@@ -135,7 +140,8 @@ TEST_CASE("linear_backward without bias passes the gradient check and leaves dbi
     WB_CHECK_GRAD(wbtest::gradcheck(loss, w, dw), "dweight", "dweight = dyᵀ x" + kGradHint);
 }
 
-TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns dx", "[linear][backward][accumulate]") {
+TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns dx",
+          "[linear][backward][accumulate]") {
     // By hand: x = [[1, 2], [3, 4]], W = [[1, 0], [0, 1], [1, 1]], dy = [[1, 0, 1], [0, 1, 0]].
     //   dx = dy W    = [[1+1, 0+1], [0, 1]]          = [[2, 1], [0, 1]]
     //   dW = dyᵀ x   = [[1, 2], [3, 4], [1, 2]]      (row o = Σ_n dy[n, o] x[n])
@@ -147,7 +153,8 @@ TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns 
     Mf dw = xt::zeros<float>({3, 2});
     Vf db = xt::zeros<float>({3});
     wb::linear_backward(dy, x, w, dx, dw, db);
-    WB_CHECK_CLOSE(dw, (Mf{{1, 2}, {3, 4}, {1, 2}}), 1e-5, "dweight = dyᵀ x after one call from zero");
+    WB_CHECK_CLOSE(dw, (Mf{{1, 2}, {3, 4}, {1, 2}}), 1e-5,
+                   "dweight = dyᵀ x after one call from zero");
     wb::linear_backward(dy, x, w, dx, dw, db);
     WB_CHECK_CLOSE(dx, (Mf{{2, 1}, {0, 1}}), 1e-5,
                    "dx is ASSIGNED (dx = dy W), not accumulated: it is the gradient of this "
@@ -178,8 +185,11 @@ TEST_CASE("layer_norm_backward matches PyTorch's autograd in float", "[layer_nor
     WB_CHECK_CLOSE(dbeta, g.tensor<1>("dbeta"), kGolden, "dbeta = Σ_rows dy");
 }
 
-TEST_CASE("layer_norm_backward passes the gradient check in double for D = 1, 5, 7", "[layer_norm][backward][gradcheck]") {
-    struct Case { std::size_t N, D; };
+TEST_CASE("layer_norm_backward passes the gradient check in double for D = 1, 5, 7",
+          "[layer_norm][backward][gradcheck]") {
+    struct Case {
+        std::size_t N, D;
+    };
     for (const Case c : {Case{1, 5}, Case{3, 7}, Case{2, 1}}) {
         INFO("N = " << c.N << ", D = " << c.D);
         Md x = wbtest::randn<Md>({c.N, c.D}, 31);
@@ -197,13 +207,17 @@ TEST_CASE("layer_norm_backward passes the gradient check in double for D = 1, 5,
         WB_CHECK_GRAD(wbtest::gradcheck(loss, x, dx), "dx",
                       "dx = rstd · (g − mean(g) − xhat · mean(g ⊙ xhat)), g = dy ⊙ gamma, both "
                       "means over the D features of the row; a missing mean term is the "
-                      "classic mistake" + kGradHint);
-        WB_CHECK_GRAD(wbtest::gradcheck(loss, gamma, dgamma), "dgamma", "dgamma = Σ_rows dy ⊙ xhat" + kGradHint);
-        WB_CHECK_GRAD(wbtest::gradcheck(loss, beta, dbeta), "dbeta", "dbeta = Σ_rows dy" + kGradHint);
+                      "classic mistake" +
+                          kGradHint);
+        WB_CHECK_GRAD(wbtest::gradcheck(loss, gamma, dgamma), "dgamma",
+                      "dgamma = Σ_rows dy ⊙ xhat" + kGradHint);
+        WB_CHECK_GRAD(wbtest::gradcheck(loss, beta, dbeta), "dbeta",
+                      "dbeta = Σ_rows dy" + kGradHint);
     }
 }
 
-TEST_CASE("layer_norm_backward accumulates dgamma and dbeta over calls but assigns dx", "[layer_norm][backward][accumulate]") {
+TEST_CASE("layer_norm_backward accumulates dgamma and dbeta over calls but assigns dx",
+          "[layer_norm][backward][accumulate]") {
     const wbtest::Golden g("8-training/layers_layer_norm.txt");
     const Mf x = g.tensor<2>("x"), dy = g.tensor<2>("dy");
     const Vf gamma = g.tensor<1>("gamma");
@@ -225,11 +239,13 @@ TEST_CASE("layer_norm_backward accumulates dgamma and dbeta over calls but assig
 
 // ---- GELU -----------------------------------------------------------------------------------
 
-TEST_CASE("gelu_backward is the derivative of the exact erf form x Φ(x) at known points", "[gelu]") {
+TEST_CASE("gelu_backward is the derivative of the exact erf form x Φ(x) at known points",
+          "[gelu]") {
     // python: the derivative of x * 0.5 * (1 + math.erf(x / math.sqrt(2))),
     //         Phi(x) + x * math.exp(-x*x/2) / math.sqrt(2*math.pi)
     const Mf x = {{-3.0f, -1.0f, 0.0f, 0.5f, 1.0f, 2.0f}};
-    const Mf d_expected = {{-0.0119456472f, -0.0833154706f, 0.5f, 0.867495125f, 1.08331547f, 1.0852318f}};
+    const Mf d_expected = {
+        {-0.0119456472f, -0.0833154706f, 0.5f, 0.867495125f, 1.08331547f, 1.0852318f}};
     WB_CHECK_CLOSE(wb::gelu_backward(Mf(xt::ones<float>({1, 6})), x), d_expected, 1e-5,
                    "d/dx [x Φ(x)] = Φ(x) + x φ(x) (product rule); Φ(x) alone gives 0.841 at "
                    "x = 1 instead of 1.083");
@@ -243,7 +259,9 @@ TEST_CASE("gelu_backward matches PyTorch's autograd of F.gelu in float", "[gelu]
 }
 
 TEST_CASE("gelu_backward passes the gradient check in double", "[gelu][backward][gradcheck]") {
-    struct Case { std::size_t N, F; };
+    struct Case {
+        std::size_t N, F;
+    };
     for (const Case c : {Case{1, 7}, Case{3, 5}}) {
         INFO("N = " << c.N << ", F = " << c.F);
         Md x = wbtest::randn<Md>({c.N, c.F}, 41);
@@ -253,13 +271,15 @@ TEST_CASE("gelu_backward passes the gradient check in double", "[gelu][backward]
         const Md dx = wb::gelu_backward(r, x);
         WB_CHECK_GRAD(wbtest::gradcheck(loss, x, dx), "dx",
                       "dx = dy · (Φ(x) + x φ(x)): did you forget the x φ(x) term of the product "
-                      "rule?" + kGradHint);
+                      "rule?" +
+                          kGradHint);
     }
 }
 
 // ---- Causal attention -----------------------------------------------------------------------
 
-TEST_CASE("causal_attention_backward matches PyTorch's autograd and assigns dq, dk, dv", "[attention][backward]") {
+TEST_CASE("causal_attention_backward matches PyTorch's autograd and assigns dq, dk, dv",
+          "[attention][backward]") {
     const wbtest::Golden g("8-training/layers_attention.txt");
     const Cf q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     Cf weights;
@@ -277,8 +297,11 @@ TEST_CASE("causal_attention_backward matches PyTorch's autograd and assigns dq, 
                    "instead of the keys");
 }
 
-TEST_CASE("causal_attention_backward passes the gradient check in double, T = 1 included", "[attention][backward][gradcheck]") {
-    struct Case { std::size_t B, H, T, d; };
+TEST_CASE("causal_attention_backward passes the gradient check in double, T = 1 included",
+          "[attention][backward][gradcheck]") {
+    struct Case {
+        std::size_t B, H, T, d;
+    };
     for (const Case c : {Case{1, 1, 1, 5}, Case{2, 1, 4, 7}, Case{1, 2, 6, 3}}) {
         INFO("B = " << c.B << ", H = " << c.H << ", T = " << c.T << ", d = " << c.d);
         Cd q = wbtest::randn<Cd>({c.B, c.H, c.T, c.d}, 61);
@@ -292,18 +315,22 @@ TEST_CASE("causal_attention_backward passes the gradient check in double, T = 1 
         Cd weights, dq, dk, dv;
         (void)wbtest::causal_attention_forward(q, k, v, weights);
         wb::causal_attention_backward(r, q, k, v, weights, dq, dk, dv);
-        WB_CHECK_GRAD(wbtest::gradcheck(loss, v, dv), "dv",
-                      "dv = weightsᵀ dout: dv_j sums over the queries i that read key j" + kGradHint);
+        WB_CHECK_GRAD(
+            wbtest::gradcheck(loss, v, dv), "dv",
+            "dv = weightsᵀ dout: dv_j sums over the queries i that read key j" + kGradHint);
         WB_CHECK_GRAD(wbtest::gradcheck(loss, q, dq), "dq",
                       "dq = ds k / sqrt(d), ds_ij = w_ij (dw_ij − Σ_l w_il dw_il): did you drop "
-                      "the rowsum term of the softmax, or the 1/sqrt(d) scale?" + kGradHint);
+                      "the rowsum term of the softmax, or the 1/sqrt(d) scale?" +
+                          kGradHint);
         WB_CHECK_GRAD(wbtest::gradcheck(loss, k, dk), "dk",
                       "dk = dsᵀ q / sqrt(d): did you drop the rowsum term of the softmax, or "
-                      "the 1/sqrt(d) scale?" + kGradHint);
+                      "the 1/sqrt(d) scale?" +
+                          kGradHint);
     }
 }
 
-TEST_CASE("causal_attention_backward sends no gradient from a query to future keys", "[attention][backward]") {
+TEST_CASE("causal_attention_backward sends no gradient from a query to future keys",
+          "[attention][backward]") {
     // Query i reads keys j <= i only, so dout_i must not reach dk_j or dv_j for j > i, and it
     // reaches dq only at position i.
     const std::size_t B = 1, H = 2, T = 5, d = 3;
@@ -326,21 +353,24 @@ TEST_CASE("causal_attention_backward sends no gradient from a query to future ke
                        "dv at positions > i changed: query i sent gradient to a FUTURE value");
         WB_CHECK_CLOSE(positions(dq2, 0, i), positions(dq, 0, i), 1e-12,
                        "dq at positions < i changed: dq_j depends only on dout_j");
-        const double moved = xt::amax(xt::abs(positions(dv2, 0, i + 1) - positions(dv, 0, i + 1)))();
-        INFO("max change of dv at positions <= i: " << moved
-             << " (must be > 0: query i did read those values)");
+        const double moved =
+            xt::amax(xt::abs(positions(dv2, 0, i + 1) - positions(dv, 0, i + 1)))();
+        INFO("max change of dv at positions <= i: "
+             << moved << " (must be > 0: query i did read those values)");
         CHECK(moved > 1e-6);
     }
 }
 
 // ---- RoPE -----------------------------------------------------------------------------------
 
-TEST_CASE("rope_backward turns the gradient back by the angle, on a hand example", "[rope][backward]") {
+TEST_CASE("rope_backward turns the gradient back by the angle, on a hand example",
+          "[rope][backward]") {
     // d = 2 (one pair, θ_0 = base^0 = 1), the token at position p = offset = 1: the forward
     // turned (x0, x1) by +1 radian, so dy = (1, 0) comes back turned by −1 radian:
     // dx = (cos 1, −sin 1) = (0.540302306, −0.841470985) (python math).
     const Cf dy = {{{{1.0f, 0.0f}}}};
-    WB_CHECK_CLOSE(wb::rope_backward(dy, 1, 10000.0f), (Cf{{{{0.540302306f, -0.841470985f}}}}), 1e-6,
+    WB_CHECK_CLOSE(wb::rope_backward(dy, 1, 10000.0f), (Cf{{{{0.540302306f, -0.841470985f}}}}),
+                   1e-6,
                    "RoPE's backward is the TRANSPOSED rotation (angle −p θ_i): dx[2i] = dy[2i] cos "
                    "+ dy[2i+1] sin, dx[2i+1] = −dy[2i] sin + dy[2i+1] cos. (cos 1, +sin 1) means "
                    "the forward's rotation was applied again");
@@ -348,8 +378,12 @@ TEST_CASE("rope_backward turns the gradient back by the angle, on a hand example
                    "position 0 is not turned: its gradient passes unchanged");
 }
 
-TEST_CASE("rope_backward passes the gradient check in double, with offsets", "[rope][backward][gradcheck]") {
-    struct Case { std::size_t B, H, T, d; std::int64_t offset; };
+TEST_CASE("rope_backward passes the gradient check in double, with offsets",
+          "[rope][backward][gradcheck]") {
+    struct Case {
+        std::size_t B, H, T, d;
+        std::int64_t offset;
+    };
     for (const Case c : {Case{1, 1, 1, 2, 0}, Case{2, 2, 4, 6, 0}, Case{1, 3, 3, 8, 5}}) {
         INFO("B = " << c.B << ", H = " << c.H << ", T = " << c.T << ", d = " << c.d
                     << ", offset = " << c.offset);
@@ -361,24 +395,27 @@ TEST_CASE("rope_backward passes the gradient check in double, with offsets", "[r
         WB_CHECK_GRAD(wbtest::gradcheck(loss, x, dx), "dx",
                       "dx is dy turned by −p θ_i, p = offset + t: did you use the forward's "
                       "angle sign, forget the offset, or pair features i and i + d/2 instead of "
-                      "2i and 2i + 1?" + kGradHint);
+                      "2i and 2i + 1?" +
+                          kGradHint);
     }
 }
 
-TEST_CASE("rope_backward rejects an odd head width, a negative offset and a bad base", "[rope][errors]") {
+TEST_CASE("rope_backward rejects an odd head width, a negative offset and a bad base",
+          "[rope][errors]") {
     const Cf odd = xt::zeros<float>({1, 1, 2, 3});
     WB_CHECK_THROWS(wb::ShapeError, wb::rope_backward(odd, 0, 10000.0f),
                     "RoPE turns pairs: d must be even", "wb::rope_backward", "[1, 1, 2, 3]");
     const Cf even = xt::zeros<float>({1, 1, 2, 4});
     WB_CHECK_THROWS(wb::ValueError, wb::rope_backward(even, -1, 10000.0f),
                     "offset is a position: >= 0", "wb::rope_backward", "-1");
-    WB_CHECK_THROWS(wb::ValueError, wb::rope_backward(even, 0, 1.0f),
-                    "base must be > 1", "wb::rope_backward", "base");
+    WB_CHECK_THROWS(wb::ValueError, wb::rope_backward(even, 0, 1.0f), "base must be > 1",
+                    "wb::rope_backward", "base");
 }
 
 // ---- Embedding ------------------------------------------------------------------------------
 
-TEST_CASE("embedding_backward sums the gradients of repeated ids and accumulates", "[embedding][backward][accumulate]") {
+TEST_CASE("embedding_backward sums the gradients of repeated ids and accumulates",
+          "[embedding][backward][accumulate]") {
     // ids [B=2, T=3] = [[2, 0, 2], [1, 2, 0]]; V = 4, D = 2; dout row r = [2r + 1, 2r + 2].
     // By hand: id 2 <- rows 0, 2, 4 = [1+5+9, 2+6+10] = [15, 18]
     //          id 0 <- rows 1, 5    = [3+11, 4+12]    = [14, 16]
@@ -397,12 +434,16 @@ TEST_CASE("embedding_backward sums the gradients of repeated ids and accumulates
                    "a second call ADDS again (gradients accumulate until zero_grad)");
 }
 
-TEST_CASE("embedding_backward passes the gradient check in double, T = 1 included", "[embedding][backward][gradcheck]") {
-    struct Case { wb::TokenIds ids; std::size_t V, D; };
+TEST_CASE("embedding_backward passes the gradient check in double, T = 1 included",
+          "[embedding][backward][gradcheck]") {
+    struct Case {
+        wb::TokenIds ids;
+        std::size_t V, D;
+    };
     const std::vector<Case> cases = {
-        {wb::TokenIds{{3}}, 5, 7},                          // B = 1, T = 1
-        {wb::TokenIds{{1, 4, 1}, {0, 1, 4}}, 5, 5},         // repeated ids across rows
-        {wb::TokenIds{{2}, {2}, {2}}, 3, 1},                // T = 1, one id three times
+        {wb::TokenIds{{3}}, 5, 7},                   // B = 1, T = 1
+        {wb::TokenIds{{1, 4, 1}, {0, 1, 4}}, 5, 5},  // repeated ids across rows
+        {wb::TokenIds{{2}, {2}, {2}}, 3, 1},         // T = 1, one id three times
     };
     for (const Case& c : cases) {
         INFO("ids " << wb::shape_str(c.ids.shape()) << ", V = " << c.V << ", D = " << c.D);
@@ -413,22 +454,24 @@ TEST_CASE("embedding_backward passes the gradient check in double, T = 1 include
         wb::embedding_backward(c.ids, r, dtable);
         WB_CHECK_GRAD(wbtest::gradcheck(loss, table, dtable), "dtable",
                       "dtable[ids[b, t]] += dout[b*T + t]; rows of unused ids stay 0; repeated "
-                      "ids sum" + kGradHint);
+                      "ids sum" +
+                          kGradHint);
     }
 }
 
 // ---- Cross entropy --------------------------------------------------------------------------
 
-TEST_CASE("cross entropy is -log softmax at the target, computed from raw logits", "[cross_entropy]") {
+TEST_CASE("cross entropy is -log softmax at the target, computed from raw logits",
+          "[cross_entropy]") {
     // python math: log(e + e² + e³) - 3 = 0.407605964 (target 2), - 1 = 2.40760596 (target 0).
     const Mf logits = {{1, 2, 3}, {1, 2, 3}};
-    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(Mf{{1, 2, 3}}, Targets{2}, -1)}), (Vf{0.407605964f}), 1e-5,
+    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(Mf{{1, 2, 3}}, Targets{2}, -1)}),
+                   (Vf{0.407605964f}), 1e-5,
                    "loss = logsumexp(z) − z[target] = −log softmax(z)[target], from the RAW "
                    "logits. If you got 0.797, you applied softmax first (CrossEntropyLoss "
                    "takes raw logits, §21.7)");
-    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(logits, Targets{2, 0}, -1)}),
-                   (Vf{1.40760596f}), 1e-5,
-                   "the loss is the MEAN over rows: (0.407606 + 2.407606) / 2");
+    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(logits, Targets{2, 0}, -1)}), (Vf{1.40760596f}),
+                   1e-5, "the loss is the MEAN over rows: (0.407606 + 2.407606) / 2");
     // Gradient: (softmax(z) − onehot) / 2; softmax([1, 2, 3]) = [0.0900305732, 0.244728471,
     // 0.665240956] (python math).
     const Mf expected = {{0.0450152866f, 0.122364236f, (0.665240956f - 1.0f) / 2},
@@ -443,8 +486,9 @@ TEST_CASE("cross entropy is stable for logits of +-1000", "[cross_entropy]") {
     const Mf logits = {{1000, -1000, 0}, {-1000, 1000, 0}, {-1000, -1000, -1000}};
     const Targets targets = {0, 0, 1};
     const float loss = wb::cross_entropy_forward(logits, targets, -1);
-    INFO("loss = " << loss << ": exp(1000) overflows; compute logsumexp(z) = m + log Σ exp(z − m) "
-         "with m = max(z)");
+    INFO("loss = " << loss
+                   << ": exp(1000) overflows; compute logsumexp(z) = m + log Σ exp(z − m) "
+                      "with m = max(z)");
     CHECK(std::isfinite(loss));
     WB_CHECK_CLOSE((Vf{loss}), (Vf{667.032871f}), 1e-5,
                    "logsumexp must subtract the row maximum: exp(1000) is inf, exp(-1000) is 0 "
@@ -456,11 +500,13 @@ TEST_CASE("cross entropy is stable for logits of +-1000", "[cross_entropy]") {
                    "the softmax in the gradient must be stable too: exp(z − logsumexp(z))");
 }
 
-TEST_CASE("cross entropy with ignore_index -1 matches PyTorch's F.cross_entropy", "[cross_entropy][golden]") {
+TEST_CASE("cross entropy with ignore_index -1 matches PyTorch's F.cross_entropy",
+          "[cross_entropy][golden]") {
     const wbtest::Golden g("8-training/layers_cross_entropy.txt");
     const Mf logits = g.tensor<2>("logits");
     const Targets targets = as_targets(g.tensor<1>("targets"));  // rows 1 and 4 are -1
-    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(logits, targets, -1)}), (Vf{g.scalar("loss")}), kGolden,
+    WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(logits, targets, -1)}), (Vf{g.scalar("loss")}),
+                   kGolden,
                    "mean over the 4 VALID rows only: rows whose target is ignore_index are "
                    "neither summed nor counted. Dividing by N = 6 gives 2/3 of the loss");
     WB_CHECK_CLOSE(wb::cross_entropy_backward(logits, targets, -1), g.tensor<2>("dlogits"), kGolden,
@@ -468,7 +514,8 @@ TEST_CASE("cross entropy with ignore_index -1 matches PyTorch's F.cross_entropy"
                    "ignored rows: exactly 0");
 }
 
-TEST_CASE("padding rows with any logits leave the loss and the other rows' gradients unchanged", "[cross_entropy][padding]") {
+TEST_CASE("padding rows with any logits leave the loss and the other rows' gradients unchanged",
+          "[cross_entropy][padding]") {
     // The 4 valid rows of the golden case, alone; then with 3 padding rows (target -1) of wild
     // logits interleaved. torch's loss over the valid rows is the golden loss (the script
     // asserts F.cross_entropy(valid rows) == F.cross_entropy(all rows, ignore_index=-1)).
@@ -506,26 +553,32 @@ TEST_CASE("padding rows with any logits leave the loss and the other rows' gradi
                    "had without the padding (divided by n_valid = 4)");
 }
 
-TEST_CASE("cross entropy with every row ignored is 0 with a zero gradient", "[cross_entropy][padding]") {
+TEST_CASE("cross entropy with every row ignored is 0 with a zero gradient",
+          "[cross_entropy][padding]") {
     const Mf logits = {{1, 2, 3}, {1e4f, 0, -1e4f}};
     const Targets targets = {-1, -1};
     const float loss = wb::cross_entropy_forward(logits, targets, -1);
     INFO("loss = " << loss << "; with no valid row the mean is defined as 0, not 0/0 = NaN");
     CHECK(loss == 0.0f);
-    WB_CHECK_CLOSE(wb::cross_entropy_backward(logits, targets, -1), Mf(xt::zeros<float>({2, 3})), 0.0,
-                   "no valid row: every gradient is 0 (and not NaN from dividing by 0)");
+    WB_CHECK_CLOSE(wb::cross_entropy_backward(logits, targets, -1), Mf(xt::zeros<float>({2, 3})),
+                   0.0, "no valid row: every gradient is 0 (and not NaN from dividing by 0)");
     // No rows at all: N = 0.
     const Mf none = Mf::from_shape({0, 3});
     INFO("N = 0 rows: the loss is 0");
     CHECK(wb::cross_entropy_forward(none, Targets::from_shape({0}), -1) == 0.0f);
 }
 
-TEST_CASE("cross_entropy_backward passes the gradient check in double, with ignored rows", "[cross_entropy][backward][gradcheck]") {
-    struct Case { std::size_t N, V; Targets targets; std::int64_t ignore; };
+TEST_CASE("cross_entropy_backward passes the gradient check in double, with ignored rows",
+          "[cross_entropy][backward][gradcheck]") {
+    struct Case {
+        std::size_t N, V;
+        Targets targets;
+        std::int64_t ignore;
+    };
     const std::vector<Case> cases = {
-        {1, 7, Targets{4}, -1},                      // N = 1
-        {5, 5, Targets{0, -1, 4, 2, -1}, -1},        // two padding rows
-        {4, 3, Targets{0, 2, 1, 0}, 0},              // the padding id inside the vocabulary
+        {1, 7, Targets{4}, -1},                // N = 1
+        {5, 5, Targets{0, -1, 4, 2, -1}, -1},  // two padding rows
+        {4, 3, Targets{0, 2, 1, 0}, 0},        // the padding id inside the vocabulary
     };
     for (const Case& c : cases) {
         INFO("N = " << c.N << ", V = " << c.V << ", ignore_index = " << c.ignore);
@@ -535,7 +588,8 @@ TEST_CASE("cross_entropy_backward passes the gradient check in double, with igno
         const Md dlogits = wb::cross_entropy_backward(logits, c.targets, c.ignore);
         WB_CHECK_GRAD(wbtest::gradcheck(loss, logits, dlogits), "dlogits",
                       "dlogits = (softmax(z) − onehot(target)) / n_valid on valid rows, 0 on "
-                      "ignored rows" + kGradHint);
+                      "ignored rows" +
+                          kGradHint);
     }
 }
 
@@ -547,16 +601,21 @@ TEST_CASE("linear_backward rejects mismatched shapes", "[linear][errors]") {
     Mf dx;
     Mf dw = xt::zeros<float>({4, 3});
     Vf db = xt::zeros<float>({4});
-    WB_CHECK_THROWS(wb::ShapeError, wb::linear_backward(Mf(xt::zeros<float>({2, 5})), x, w, dx, dw, db),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::linear_backward(Mf(xt::zeros<float>({2, 5})), x, w, dx, dw, db),
                     "dy must be [N, out] = [2, 4]", "wb::linear_backward", "[2, 5]", "[2, 4]");
     Mf dw_bad = xt::zeros<float>({3, 4});
-    WB_CHECK_THROWS(wb::ShapeError, wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w, dx, dw_bad, db),
-                    "dweight must have the weight's shape [out, in] = [4, 3]", "wb::linear_backward", "[3, 4]", "[4, 3]");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w, dx, dw_bad, db),
+                    "dweight must have the weight's shape [out, in] = [4, 3]",
+                    "wb::linear_backward", "[3, 4]", "[4, 3]");
     Vf db_bad = xt::zeros<float>({3});
-    WB_CHECK_THROWS(wb::ShapeError, wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w, dx, dw, db_bad),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w, dx, dw, db_bad),
                     "dbias must be [out] = [4] or empty", "wb::linear_backward", "[3]", "[4]");
     Mf w_bad = xt::zeros<float>({4, 2});
-    WB_CHECK_THROWS(wb::ShapeError, wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w_bad, dx, dw, db),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::linear_backward(Mf(xt::zeros<float>({2, 4})), x, w_bad, dx, dw, db),
                     "weight [out, in] must match x's in = 3", "wb::linear_backward", "[4, 2]");
 }
 
@@ -578,10 +637,11 @@ TEST_CASE("layer_norm_backward rejects mismatched shapes and a bad eps", "[layer
     WB_CHECK_THROWS(wb::ShapeError, wb::layer_norm_backward(empty, empty, Vf{}, 1e-5f, dx, dg, db),
                     "D == 0: nothing was normalised", "wb::layer_norm_backward", "[2, 0]");
     WB_CHECK_THROWS(wb::ValueError, wb::layer_norm_backward(x, x, g5, 0.0f, dx, dg, db),
-                    "eps must be > 0, as the forward's (chapter 7's rule)", "wb::layer_norm_backward",
-                    "eps");
+                    "eps must be > 0, as the forward's (chapter 7's rule)",
+                    "wb::layer_norm_backward", "eps");
 }
-TEST_CASE("gelu_backward and causal attention reject mismatched shapes", "[gelu][attention][errors]") {
+TEST_CASE("gelu_backward and causal attention reject mismatched shapes",
+          "[gelu][attention][errors]") {
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::gelu_backward(Mf(xt::zeros<float>({2, 3})), Mf(xt::zeros<float>({3, 2}))),
                     "dy and x must have one shape", "wb::gelu_backward", "[2, 3]", "[3, 2]");
@@ -589,44 +649,60 @@ TEST_CASE("gelu_backward and causal attention reject mismatched shapes", "[gelu]
     Cf weights;
     (void)wbtest::causal_attention_forward(q, q, q, weights);
     Cf dq, dk, dv;
+    WB_CHECK_THROWS(
+        wb::ShapeError,
+        wb::causal_attention_backward(q, q, q, q, Cf(xt::zeros<float>({1, 2, 4, 3})), dq, dk, dv),
+        "weights must be [B, H, T, T] = [1, 2, 4, 4]", "wb::causal_attention_backward",
+        "[1, 2, 4, 3]", "[1, 2, 4, 4]");
     WB_CHECK_THROWS(wb::ShapeError,
-                    wb::causal_attention_backward(q, q, q, q, Cf(xt::zeros<float>({1, 2, 4, 3})), dq, dk, dv),
-                    "weights must be [B, H, T, T] = [1, 2, 4, 4]", "wb::causal_attention_backward", "[1, 2, 4, 3]", "[1, 2, 4, 4]");
+                    wb::causal_attention_backward(Cf(xt::zeros<float>({1, 2, 4, 2})), q, q, q,
+                                                  weights, dq, dk, dv),
+                    "dout must have q's shape", "wb::causal_attention_backward", "[1, 2, 4, 2]",
+                    "[1, 2, 4, 3]");
     WB_CHECK_THROWS(wb::ShapeError,
-                    wb::causal_attention_backward(Cf(xt::zeros<float>({1, 2, 4, 2})), q, q, q, weights, dq, dk, dv),
-                    "dout must have q's shape", "wb::causal_attention_backward", "[1, 2, 4, 2]", "[1, 2, 4, 3]");
-    WB_CHECK_THROWS(wb::ShapeError,
-                    wb::causal_attention_backward(q, q, Cf(xt::zeros<float>({1, 2, 4, 2})), q, weights, dq, dk, dv),
-                    "q, k, v must share [B, H, T, d]", "wb::causal_attention_backward", "[1, 2, 4, 2]");
+                    wb::causal_attention_backward(q, q, Cf(xt::zeros<float>({1, 2, 4, 2})), q,
+                                                  weights, dq, dk, dv),
+                    "q, k, v must share [B, H, T, d]", "wb::causal_attention_backward",
+                    "[1, 2, 4, 2]");
 }
 
-TEST_CASE("embedding_backward rejects ids out of range and mismatched shapes, leaving dtable unchanged", "[embedding][errors]") {
+TEST_CASE(
+    "embedding_backward rejects ids out of range and mismatched shapes, leaving dtable unchanged",
+    "[embedding][errors]") {
     const Mf dout = xt::ones<float>({6, 2});
     Mf dtable = xt::zeros<float>({5, 2});
-    WB_CHECK_THROWS(wb::ValueError, wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 4, 5}}, dout, dtable),
-                    "ids must be in [0, V) = [0, 5): 5 is one past the end", "wb::embedding_backward",
-                    "ids[1, 2] = 5", "[0, 5)");
-    WB_CHECK_THROWS(wb::ValueError, wb::embedding_backward(wb::TokenIds{{0, -1, 2}, {3, 4, 4}}, dout, dtable),
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 4, 5}}, dout, dtable),
+                    "ids must be in [0, V) = [0, 5): 5 is one past the end",
+                    "wb::embedding_backward", "ids[1, 2] = 5", "[0, 5)");
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::embedding_backward(wb::TokenIds{{0, -1, 2}, {3, 4, 4}}, dout, dtable),
                     "a negative id is out of range", "wb::embedding_backward", "ids[0, 1] = -1");
     WB_CHECK_CLOSE(dtable, Mf(xt::zeros<float>({5, 2})), 0.0,
                    "check every id BEFORE adding anything: a rejected call must leave dtable as "
                    "it was");
-    WB_CHECK_THROWS(wb::ShapeError, wb::embedding_backward(wb::TokenIds{{0, 1}, {2, 3}}, dout, dtable),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::embedding_backward(wb::TokenIds{{0, 1}, {2, 3}}, dout, dtable),
                     "dout must have B*T = 4 rows", "wb::embedding_backward", "[6, 2]", "[4, 2]");
     WB_CHECK_THROWS(wb::ShapeError,
-                    wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 4, 0}}, Mf(xt::ones<float>({6, 3})), dtable),
-                    "dout must be as wide as dtable (D = 2)", "wb::embedding_backward", "[6, 3]", "[6, 2]");
+                    wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 4, 0}},
+                                           Mf(xt::ones<float>({6, 3})), dtable),
+                    "dout must be as wide as dtable (D = 2)", "wb::embedding_backward", "[6, 3]",
+                    "[6, 2]");
 }
 
-TEST_CASE("cross entropy rejects targets of the wrong shape or out of range", "[cross_entropy][errors]") {
+TEST_CASE("cross entropy rejects targets of the wrong shape or out of range",
+          "[cross_entropy][errors]") {
     const Mf logits = xt::zeros<float>({4, 5});
     WB_CHECK_THROWS(wb::ShapeError, wb::cross_entropy_forward(logits, Targets{0, 1, 2}, -1),
-                    "one target per row: targets must be [N] = [4]", "wb::cross_entropy_forward", "[3]", "[4]");
+                    "one target per row: targets must be [N] = [4]", "wb::cross_entropy_forward",
+                    "[3]", "[4]");
     WB_CHECK_THROWS(wb::ShapeError, wb::cross_entropy_backward(logits, Targets{0, 1, 2}, -1),
-                    "one target per row: targets must be [N] = [4]", "wb::cross_entropy_backward", "[3]", "[4]");
+                    "one target per row: targets must be [N] = [4]", "wb::cross_entropy_backward",
+                    "[3]", "[4]");
     WB_CHECK_THROWS(wb::ValueError, wb::cross_entropy_forward(logits, Targets{0, 1, 5, -1}, -1),
-                    "targets must be in [0, V) = [0, 5) or ignore_index", "wb::cross_entropy_forward",
-                    "targets[2] = 5", "[0, 5)");
+                    "targets must be in [0, V) = [0, 5) or ignore_index",
+                    "wb::cross_entropy_forward", "targets[2] = 5", "[0, 5)");
     WB_CHECK_THROWS(wb::ValueError, wb::cross_entropy_backward(logits, Targets{0, -2, 1, -1}, -1),
                     "-2 is neither a class nor ignore_index = -1", "wb::cross_entropy_backward",
                     "targets[1] = -2", "-1");

@@ -1,12 +1,12 @@
+#include "8-training/model.hpp"
 #include "check.hpp"
 #include "golden.hpp"
-#include "8-training/model.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,20 +59,21 @@ struct GoldenCase {
 void check_all_gradients(const Golden& g, const GptParams<float>& grads, std::size_t L) {
     const GptParams<float> expected = wbtest::golden_params<float>(g, "grad.", L);
     REQUIRE(grads.blocks.size() == L);
-    wbtest::each_pair(grads, expected, [&](const std::string& name, const auto& got,
-                                           const auto& want) {
-        INFO("gradient of " << name);
-        WB_CHECK_CLOSE(got, want, kModelTol,
-                       "d loss / d " + name + " differs from torch's autograd. " +
-                           (name == "wpe" ? "wpe row t sums the rows b·T + t of dx over b. "
-                            : name == "wte" ? "wte collects dx with += (a repeated id sums). "
-                            : name.find("ln") != std::string::npos
-                                ? "a LayerNorm's gamma/beta gradient is accumulated over rows. "
-                                : "") +
-                           "Is the residual gradient added on both sides of each block "
-                           "(dx_mid = dx + d_ffn_branch, dx_in = dx_mid + d_attn_branch) and do "
-                           "the q, k and v branches SUM into dLN1?");
-    });
+    wbtest::each_pair(
+        grads, expected, [&](const std::string& name, const auto& got, const auto& want) {
+            INFO("gradient of " << name);
+            WB_CHECK_CLOSE(
+                got, want, kModelTol,
+                "d loss / d " + name + " differs from torch's autograd. " +
+                    (name == "wpe"   ? "wpe row t sums the rows b·T + t of dx over b. "
+                     : name == "wte" ? "wte collects dx with += (a repeated id sums). "
+                     : name.find("ln") != std::string::npos
+                         ? "a LayerNorm's gamma/beta gradient is accumulated over rows. "
+                         : "") +
+                    "Is the residual gradient added on both sides of each block "
+                    "(dx_mid = dx + d_ffn_branch, dx_in = dx_mid + d_attn_branch) and do "
+                    "the q, k and v branches SUM into dLN1?");
+        });
 }
 
 // All tokens t of row b equal to `id`.
@@ -138,8 +139,10 @@ TEST_CASE("init_gpt gives each tensor its shape, N(0, 0.02) weights, zero biases
     CHECK_FALSE(wbtest::identical(p, other));
 }
 
-TEST_CASE("parameters lists every tensor in the documented order, with names, shapes and "
-          "pointers into the model", "[model][parameters]") {
+TEST_CASE(
+    "parameters lists every tensor in the documented order, with names, shapes and "
+    "pointers into the model",
+    "[model][parameters]") {
     const GptConfig c{5, 4, 8, 2, 2};
     GptParams<float> p = wb::init_gpt<float>(c, 7);
     const std::vector<wb::ParamRef<float>> refs = wb::parameters(p);
@@ -308,8 +311,8 @@ TEST_CASE("whole-model gradient check: every parameter, learned positions and Ro
             const wbtest::GradCheck r = wbtest::gradcheck(loss, x, dx);
             WB_REPORT(r.failure(
                 "d loss / d " + name, kFloatBackwardBound,
-                "the backward of the whole model disagrees with the slope of the loss at " +
-                    name + ". The first wrong tensor in backward order (lm_head, ln_f, the last "
+                "the backward of the whole model disagrees with the slope of the loss at " + name +
+                    ". The first wrong tensor in backward order (lm_head, ln_f, the last "
                     "block ... wte) is usually where the mistake is" +
                     (kind == wb::Positions::rope
                          ? "; with RoPE, dq and dk must be turned back (rope_backward) before "
@@ -319,9 +322,10 @@ TEST_CASE("whole-model gradient check: every parameter, learned positions and Ro
     }
 }
 
-TEST_CASE("the model is chapters 2–7 composed: gpt_logits equals embed, add_positions, "
-          "block_forward, layer_norm and lm_head on the same weights",
-          "[model][forward][chapters]") {
+TEST_CASE(
+    "the model is chapters 2–7 composed: gpt_logits equals embed, add_positions, "
+    "block_forward, layer_norm and lm_head on the same weights",
+    "[model][forward][chapters]") {
     // Built here from the chapters' own functions (chapter 7's block_forward calls chapter 5's
     // self_attention), so a mistake in any earlier chapter shows up in the model too.
     const GptConfig c{7, 6, 8, 2, 2};
@@ -339,10 +343,10 @@ TEST_CASE("the model is chapters 2–7 composed: gpt_logits equals embed, add_po
         bp.ffn = wb::FfnParams{wb::Linear{w.w_fc, w.b_fc}, wb::Linear{w.w_proj, w.b_proj}};
         x = wb::block_forward(x, bp, wb::causal_mask(T)).output;
     }
-    const wb::Tensor3 composed = wb::lm_head(
-        wb::layer_norm(x, wb::LayerNormParams{p.ln_f_g, p.ln_f_b, eps}),
-        wb::Linear{p.lm_head, wb::Tensor1::from_shape({0})});  // [B, T, V]
-    const Mat<float> logits = wb::gpt_logits(p, c, inputs);  // [B·T, V]
+    const wb::Tensor3 composed =
+        wb::lm_head(wb::layer_norm(x, wb::LayerNormParams{p.ln_f_g, p.ln_f_b, eps}),
+                    wb::Linear{p.lm_head, wb::Tensor1::from_shape({0})});  // [B, T, V]
+    const Mat<float> logits = wb::gpt_logits(p, c, inputs);                // [B·T, V]
     REQUIRE(logits.shape(0) == B * T);
     Mat<float> expected = Mat<float>::from_shape({B * T, c.V});  // the same rows, flattened
     std::copy(composed.begin(), composed.end(), expected.begin());
@@ -380,8 +384,10 @@ TEST_CASE("gradients accumulate across backward calls until zero_grad", "[model]
 
 // ---- properties of the model ---------------------------------------------------------------
 
-TEST_CASE("logits are causal: changing input token j leaves every earlier position's logits "
-          "unchanged", "[model][causal]") {
+TEST_CASE(
+    "logits are causal: changing input token j leaves every earlier position's logits "
+    "unchanged",
+    "[model][causal]") {
     const GptConfig c{9, 6, 8, 2, 2};
     const GptParams<float> p = wbtest::random_params<float>(c, 21);
     const TokenIds inputs = {{1, 5, 2, 8, 0, 3}, {4, 4, 7, 1, 6, 2}};
@@ -425,8 +431,10 @@ TEST_CASE("positions matter: one token repeated gives different logits at each p
     }
 }
 
-TEST_CASE("with zero attention and FFN outputs every block is the identity (the residual) and "
-          "logits = LN_f(wte[id] + wpe[t]) · lm_headᵀ (hand-computed)", "[model][residual]") {
+TEST_CASE(
+    "with zero attention and FFN outputs every block is the identity (the residual) and "
+    "logits = LN_f(wte[id] + wpe[t]) · lm_headᵀ (hand-computed)",
+    "[model][residual]") {
     // V=3 T_max=2 D=2 H=1 L=1; w_o, b_o, w_proj, b_proj = 0, so each half-block adds 0 and
     // the stream passes through unchanged. By hand (LayerNorm eps 1e-5, gamma [1, 2],
     // beta [0.5, -0.5], lm_head rows [1, 0], [0, 1], [1, 1]):
@@ -464,7 +472,8 @@ TEST_CASE("a fresh model predicts about uniformly: its loss is about log V", "[m
         TokenIds{{3, 14, 15, 9, 26, 5, 35, 8, 9}, {2, 7, 18, 28, 18, 28, 45, 9, 0}});
     wb::GptCache<float> cache;
     const float loss = wb::gpt_forward(p, c, s.inputs, s.targets, -1, cache);
-    INFO("loss " << loss << ", expected ≈ log 50 = 3.912 within 0.05. Much larger: are the "
+    INFO("loss " << loss
+                 << ", expected ≈ log 50 = 3.912 within 0.05. Much larger: are the "
                     "weights N(0, 0.02²) and the logits used raw (no softmax before the cross "
                     "entropy)?");
     CHECK(std::fabs(loss - 3.912023f) < 0.05f);
@@ -530,10 +539,11 @@ TEST_CASE("gpt_forward rejects an empty batch and a config whose H does not divi
     WB_CHECK_THROWS(wb::ShapeError, wb::gpt_forward(p, c, no_batch, no_batch, -1, cache),
                     "B = 0 leaves nothing to predict", "wb::gpt_forward", "[0, 3]");
     const GptConfig uneven{11, 8, 12, 5, 2};
-    WB_CHECK_THROWS(wb::ShapeError,
-                    wb::gpt_forward(p, uneven, constant_ids(1, 3, 1), constant_ids(1, 3, 1), -1, cache),
-                    "check the config first: H = 5 does not divide D = 12", "wb::gpt_forward",
-                    "H = 5", "D = 12");
+    WB_CHECK_THROWS(
+        wb::ShapeError,
+        wb::gpt_forward(p, uneven, constant_ids(1, 3, 1), constant_ids(1, 3, 1), -1, cache),
+        "check the config first: H = 5 does not divide D = 12", "wb::gpt_forward", "H = 5",
+        "D = 12");
     INFO("a rejected forward must not leave a loss that gpt_backward could use");
     CHECK_FALSE(cache.has_loss);
 }

@@ -1,8 +1,8 @@
-#include "check.hpp"
-#include "golden.hpp"
 #include "8-training/checkpoint.hpp"
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
+#include "check.hpp"
+#include "golden.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -169,8 +169,9 @@ TEST_CASE("AdamW matches torch.optim.AdamW over three steps on every tensor of a
         wbtest::each_pair(p, want, [&](const std::string& name, const auto& got, const auto& w) {
             INFO("tensor " << name << " after step " << s);
             WB_CHECK_CLOSE(got, w, wbtest::golden_tolerance,
-                           std::string(kAdamWHint) + ". Every tensor of parameters() is updated "
-                                                     "(decay included), not only the weights");
+                           std::string(kAdamWHint) +
+                               ". Every tensor of parameters() is updated "
+                               "(decay included), not only the weights");
         });
     }
     // The moments after step 3, tensor by tensor in parameters() order, flat.
@@ -234,18 +235,18 @@ TEST_CASE("bias correction: the first AdamW step moves every parameter by lr·si
     std::vector<const float*> gdata;
     wbtest::each_tensor(grads,
                         [&](const std::string&, const auto& t) { gdata.push_back(t.data()); });
-    wbtest::each_pair(p, start, [&](const std::string& name, const auto& after,
-                                    const auto& before) {
-        const float* g = gdata[i++];
-        auto expected = xt::eval(before);
-        for (std::size_t k = 0; k < expected.size(); ++k)
-            expected.data()[k] -= g[k] > 0 ? lr : -lr;  // p - lr·sign(g)
-        INFO("tensor " << name);
-        WB_CHECK_CLOSE(after, expected, 2e-6,
-                       "the first step must move each element by lr·sign(g): m̂ = m/(1 - β1), "
-                       "v̂ = v/(1 - β2) at t = 1. A step of ~3.16·lr means no bias correction; "
-                       "a step in the direction of g means the sign of the update is wrong");
-    });
+    wbtest::each_pair(
+        p, start, [&](const std::string& name, const auto& after, const auto& before) {
+            const float* g = gdata[i++];
+            auto expected = xt::eval(before);
+            for (std::size_t k = 0; k < expected.size(); ++k)
+                expected.data()[k] -= g[k] > 0 ? lr : -lr;  // p - lr·sign(g)
+            INFO("tensor " << name);
+            WB_CHECK_CLOSE(after, expected, 2e-6,
+                           "the first step must move each element by lr·sign(g): m̂ = m/(1 - β1), "
+                           "v̂ = v/(1 - β2) at t = 1. A step of ~3.16·lr means no bias correction; "
+                           "a step in the direction of g means the sign of the update is wrong");
+        });
 }
 
 TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-parameters",
@@ -255,8 +256,9 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
     const GptParams<float> g = wbtest::random_params<float>(c, 4);
     AdamWState<float> state;
     wb::adamw_step(p, g, state, AdamWConfig{});
-    INFO("after one step: state.step == 1 and one m and one v per tensor (37), flat, of the "
-         "tensor's size");
+    INFO(
+        "after one step: state.step == 1 and one m and one v per tensor (37), flat, of the "
+        "tensor's size");
     CHECK(state.step == 1);
     REQUIRE(state.m.size() == 37);
     REQUIRE(state.v.size() == 37);
@@ -275,8 +277,8 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, bad_beta1),
                     "beta1 = 1 never forgets, and m̂ divides by 1 - 1ᵗ = 0", "wb::adamw_step",
                     "beta1 = 1");
-    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, bad_beta2),
-                    "betas are in [0, 1)", "wb::adamw_step", "beta2 = -0.5");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, bad_beta2), "betas are in [0, 1)",
+                    "wb::adamw_step", "beta2 = -0.5");
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, bad_eps),
                     "eps keeps the division finite where v = 0", "wb::adamw_step", "eps = 0");
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, bad_decay),
@@ -288,10 +290,9 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
                     "each gradient has its parameter's shape", "wb::adamw_step", "blocks.1.b_q");
     const GptConfig small{5, 4, 4, 2, 1};
     GptParams<float> other = wb::init_gpt<float>(small, 3);
-    WB_CHECK_THROWS(wb::ShapeError,
-                    wb::adamw_step(other, wbtest::zero_params(other), state, AdamWConfig{}),
-                    "a state restored for another model must be refused", "wb::adamw_step",
-                    "state");
+    WB_CHECK_THROWS(
+        wb::ShapeError, wb::adamw_step(other, wbtest::zero_params(other), state, AdamWConfig{}),
+        "a state restored for another model must be refused", "wb::adamw_step", "state");
 }
 
 TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its state",
@@ -317,8 +318,8 @@ TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its s
                     "a NaN beta1 is not in [0, 1)", "wb::adamw_step", "beta1 = nan");
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_beta2),
                     "a NaN beta2 is not in [0, 1)", "wb::adamw_step", "beta2 = nan");
-    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_eps),
-                    "a NaN eps is not > 0", "wb::adamw_step", "eps = nan");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_eps), "a NaN eps is not > 0",
+                    "wb::adamw_step", "eps = nan");
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, state, nan_decay),
                     "a NaN weight decay is not >= 0", "wb::adamw_step", "weight_decay = nan");
     INFO("a rejected step changes nothing: check the hyper-parameters before the first update");
@@ -351,9 +352,10 @@ TEST_CASE("a tiny GPT overfits one batch: the loss falls from about log V to bel
     INFO("first loss " << first << " (log 8 = 2.079), last loss " << loss << " after " << steps
                        << " steps, " << ms << " ms");
     CHECK(std::fabs(first - 2.0794f) < 0.05f);
-    INFO("hint: the loss must fall below 0.05 within 60 steps. Check the loop order: "
-         "zero_grad → forward → backward → adamw_step (§21.7); a gradient that is not zeroed "
-         "grows every step, a wrong sign climbs the loss");
+    INFO(
+        "hint: the loss must fall below 0.05 within 60 steps. Check the loop order: "
+        "zero_grad → forward → backward → adamw_step (§21.7); a gradient that is not zeroed "
+        "grows every step, a wrong sign climbs the loss");
     CHECK(loss < 0.05f);
 }
 
@@ -363,8 +365,9 @@ TEST_CASE("fnv1a64 gives the published FNV-1a test values", "[checkpoint][checks
     // From the FNV reference test suite (and Python: h ^= b; h = h·1099511628211 mod 2⁶⁴).
     const unsigned char foobar[] = {'f', 'o', 'o', 'b', 'a', 'r'};
     const unsigned char a[] = {'a'};
-    INFO("h starts at 14695981039346656037 (0xcbf29ce484222325); per byte: XOR first, then "
-         "multiply by 1099511628211 (FNV-1a; multiplying first is FNV-1)");
+    INFO(
+        "h starts at 14695981039346656037 (0xcbf29ce484222325); per byte: XOR first, then "
+        "multiply by 1099511628211 (FNV-1a; multiplying first is FNV-1)");
     CHECK(wb::fnv1a64(foobar, 0) == 0xcbf29ce484222325ull);
     CHECK(wb::fnv1a64(a, 1) == 0xaf63dc4c8601ec8cull);
     CHECK(wb::fnv1a64(foobar, 6) == 0x85944171f73967e8ull);
@@ -463,9 +466,10 @@ TEST_CASE("a RoPE model comes back as a RoPE model: the position kind is wpe's s
     TempPath file("rope");
     wb::save_checkpoint(file.path, c, p);
     const wb::Checkpoint ck = wb::load_checkpoint(file.path);
-    INFO("save writes wpe [0, D] for RoPE; load must read that shape and set positions = rope "
-         "before it checks the tensors against the config (else 'tensor wpe [0, 8], expected "
-         "[6, 8]')");
+    INFO(
+        "save writes wpe [0, D] for RoPE; load must read that shape and set positions = rope "
+        "before it checks the tensors against the config (else 'tensor wpe [0, 8], expected "
+        "[6, 8]')");
     CHECK(ck.config.positions == wb::Positions::rope);
     CHECK(ck.config.T_max == 6);
     CHECK(wbtest::identical(ck.params, p));
@@ -493,8 +497,9 @@ TEST_CASE("resuming from a checkpoint continues training exactly where it stoppe
     REQUIRE(ck.optimizer.has_value());
     for (int s = 0; s < 2; ++s)
         train_step(ck.params, grads, *ck.optimizer, ck.config, resumed.batch, {});
-    INFO("5 steps straight vs 3 + checkpoint + 2 must be bit-identical: did the checkpoint "
-         "keep AdamW's m, v and step (bias correction uses t)?");
+    INFO(
+        "5 steps straight vs 3 + checkpoint + 2 must be bit-identical: did the checkpoint "
+        "keep AdamW's m, v and step (bias correction uses t)?");
     CHECK(ck.optimizer->step == 5);
     CHECK(wbtest::identical(ck.params, straight.params));
 
@@ -613,8 +618,8 @@ TEST_CASE("a file with a correct checksum but contents that are not the model is
     longer.insert(longer.end(), {0, 0, 0, 0});
     write_bytes(bad.path, longer);
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
-                    "the file must end right after the checksum", "wb::load_checkpoint",
-                    bad.path, "4 unexpected bytes after the checksum");
+                    "the file must end right after the checksum", "wb::load_checkpoint", bad.path,
+                    "4 unexpected bytes after the checksum");
 }
 
 TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
@@ -648,20 +653,22 @@ TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
     // A directory that does not exist cannot be written.
     const std::string nowhere = file.path + "_no_such_dir/model.bin";
     WB_CHECK_THROWS(wb::FileError, wb::save_checkpoint(nowhere, t.config, t.params),
-                    "a path that cannot be written is a FileError naming it",
-                    "wb::save_checkpoint", nowhere);
+                    "a path that cannot be written is a FileError naming it", "wb::save_checkpoint",
+                    nowhere);
     // An optimizer state of another model is refused too, before anything is written.
     AdamWState<float> short_state = t.state;
     short_state.v.pop_back();
-    WB_CHECK_THROWS(wb::ShapeError, wb::save_checkpoint(file.path, t.config, t.params, &short_state, 4),
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::save_checkpoint(file.path, t.config, t.params, &short_state, 4),
                     "the optimizer state must hold one m and one v per tensor of the params",
                     "wb::save_checkpoint");
     CHECK(read_bytes(file.path) == before);
 }
 
-TEST_CASE("a save interrupted mid-write (a partial path.tmp, a full disk) keeps the previous "
-          "checkpoint loadable",
-          "[checkpoint][atomic]") {
+TEST_CASE(
+    "a save interrupted mid-write (a partial path.tmp, a full disk) keeps the previous "
+    "checkpoint loadable",
+    "[checkpoint][atomic]") {
     Trained t;
     TempPath file("interrupted");
     wb::save_checkpoint(file.path, t.config, t.params, &t.state, 3);
@@ -681,8 +688,9 @@ TEST_CASE("a save interrupted mid-write (a partial path.tmp, a full disk) keeps 
     const GptParams<float> other = wb::init_gpt<float>(t.config, 99);
     wb::save_checkpoint(file.path, t.config, other, nullptr, 9);
     {
-        INFO("a save after a crash replaces the stale path.tmp (open it with truncation) and "
-             "renames it: nothing of the half-written file may survive");
+        INFO(
+            "a save after a crash replaces the stale path.tmp (open it with truncation) and "
+            "renames it: nothing of the half-written file may survive");
         CHECK_FALSE(fs::exists(file.path + ".tmp"));
         const wb::Checkpoint ck = wb::load_checkpoint(file.path);
         CHECK(ck.step == 9);
@@ -702,8 +710,9 @@ TEST_CASE("a save interrupted mid-write (a partial path.tmp, a full disk) keeps 
                     "check the stream after close(): a full disk fails the write there, and "
                     "renaming a half-written path.tmp onto path destroys the checkpoint",
                     "wb::save_checkpoint", file.path);
-    INFO("after a failed write the previous checkpoint is intact, path is still a plain file, "
-         "and the temporary is removed");
+    INFO(
+        "after a failed write the previous checkpoint is intact, path is still a plain file, "
+        "and the temporary is removed");
     CHECK(read_bytes(file.path) == current);
     CHECK_FALSE(fs::is_symlink(file.path));
     CHECK_FALSE(fs::exists(fs::symlink_status(file.path + ".tmp")));

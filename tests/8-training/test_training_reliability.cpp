@@ -1,8 +1,8 @@
-#include "check.hpp"
 #include "8-training/checkpoint.hpp"
 #include "8-training/layers.hpp"
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
+#include "check.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,12 +54,12 @@ TEST_CASE("adamw_step refuses infinite hyper-parameters and a step count that wo
                     "weight_decay = inf", "finite");
     wb::AdamWConfig eps_inf;
     eps_inf.eps = kInf;
-    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, s, eps_inf), "eps = inf",
-                    "wb::adamw_step", "eps = inf");
+    WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, s, eps_inf), "eps = inf", "wb::adamw_step",
+                    "eps = inf");
     s.step = std::numeric_limits<std::int64_t>::max();
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, s, wb::AdamWConfig{}),
-                    "step + 1 overflows an int64: refuse it before the update",
-                    "wb::adamw_step", "state.step = 9223372036854775807");
+                    "step + 1 overflows an int64: refuse it before the update", "wb::adamw_step",
+                    "state.step = 9223372036854775807");
     s.step = -3;
     WB_CHECK_THROWS(wb::ValueError, wb::adamw_step(p, g, s, wb::AdamWConfig{}),
                     "a negative step count", "wb::adamw_step", "state.step = -3");
@@ -105,8 +105,8 @@ TEST_CASE("gpt_backward checks the cache's shapes before reading it", "[gpt_back
     wb::GptCache<float> huge = cache;
     huge.batch = std::size_t(1) << 40;
     huge.seq_len = std::size_t(1) << 40;
-    WB_CHECK_THROWS(wb::ShapeError, wb::gpt_backward(p, c, huge, grads),
-                    "B x T overflows", "wb::gpt_backward");
+    WB_CHECK_THROWS(wb::ShapeError, wb::gpt_backward(p, c, huge, grads), "B x T overflows",
+                    "wb::gpt_backward");
     for (const auto& r : wb::parameters(grads)) {
         for (std::size_t i = 0; i < r.size; ++i) REQUIRE(r.data[i] == 0.0f);  // nothing written
     }
@@ -118,8 +118,8 @@ TEST_CASE("load_checkpoint refuses devices, FIFOs and directories before reading
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint("/dev/zero"),
                     "/dev/zero never ends: refuse a file that is not a regular one",
                     "wb::load_checkpoint", "/dev/zero", "not a regular file");
-    const std::string dir = std::filesystem::temp_directory_path().string() +
-                            "/wb_ckpt_reliab_" + std::to_string(::getpid());
+    const std::string dir = std::filesystem::temp_directory_path().string() + "/wb_ckpt_reliab_" +
+                            std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     const std::string fifo = dir + "/fifo.ckpt";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "check.hpp"
 #include "8-training/model.hpp"
+#include "check.hpp"
 
 namespace wbtest {
 

@@ -1,9 +1,9 @@
-#include "check.hpp"
-#include "9-kv-cache/gqa.hpp"
-#include "9-kv-cache/kv_cache.hpp"
 #include "4-sdpa/sdpa.hpp"
 #include "6-masks/masks.hpp"
 #include "8-training/model.hpp"
+#include "9-kv-cache/gqa.hpp"
+#include "9-kv-cache/kv_cache.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,7 +57,8 @@ Cube masked_attention_double(const Cube& q, const Cube& k, const Cube& v,
                 for (std::size_t s = 0; s < S; ++s) {
                     if (!visible[t][s]) continue;
                     double dot = 0.0;
-                    for (std::size_t e = 0; e < d; ++e) dot += double(q(b, h, t, e)) * k(b, h, s, e);
+                    for (std::size_t e = 0; e < d; ++e)
+                        dot += double(q(b, h, t, e)) * k(b, h, s, e);
                     w[s] = dot / std::sqrt(double(d));
                     m = std::max(m, w[s]);
                 }
@@ -89,12 +90,12 @@ Cube example_q() {
                                0.5f, 0.5f, -0.5f, 2.0f});  // head 3
 }
 Cube example_k() {
-    return cube({1, 2, 3, 2}, {1.0f, 2.0f, 0.0f, -1.0f, 1.5f, 0.5f,     // K/V head 0
+    return cube({1, 2, 3, 2}, {1.0f, 2.0f, 0.0f, -1.0f, 1.5f, 0.5f,    // K/V head 0
                                -1.0f, 0.5f, 2.0f, 1.0f, 0.0f, 0.0f});  // K/V head 1
 }
 Cube example_v() {
-    return cube({1, 2, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.0f,
-                               -1.0f, 2.0f, 0.5f, 0.5f, 4.0f, -2.0f});
+    return cube({1, 2, 3, 2},
+                {1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.0f, -1.0f, 2.0f, 0.5f, 0.5f, 4.0f, -2.0f});
 }
 
 }  // namespace
@@ -110,7 +111,9 @@ TEST_CASE("gqa_attention with as many K/V heads as query heads is ordinary multi
                    "as chapter 8: is the scale 1/sqrt(d), the mask s <= t?");
 }
 
-TEST_CASE("gqa_attention with one K/V head (multi-query) equals attention on that head repeated H times") {
+TEST_CASE(
+    "gqa_attention with one K/V head (multi-query) equals attention on that head repeated H "
+    "times") {
     const Cube q = wbtest::randn<Cube>({2, 4, 6, 3}, 911);  // [B, H = 4, T, d]
     const Cube k = wbtest::randn<Cube>({2, 1, 6, 3}, 912);  // [B, H_kv = 1, S = T, d]
     const Cube v = wbtest::randn<Cube>({2, 1, 6, 3}, 913);
@@ -121,7 +124,9 @@ TEST_CASE("gqa_attention with one K/V head (multi-query) equals attention on tha
                    "G = H / H_kv = H, and head h reads h / G");
 }
 
-TEST_CASE("gqa_attention gives each K/V head a group of consecutive query heads (H = 6, H_kv = 2 and 3)") {
+TEST_CASE(
+    "gqa_attention gives each K/V head a group of consecutive query heads (H = 6, H_kv = 2 and "
+    "3)") {
     const Cube q = wbtest::randn<Cube>({1, 6, 4, 2}, 921);  // [B, H = 6, T, d]
     for (std::size_t H_kv : {2u, 3u}) {
         INFO("H = 6, H_kv = " << H_kv);
@@ -138,7 +143,8 @@ TEST_CASE("gqa_attention without a mask matches torch on a hand example") {
     const Cube out = wb::gqa_attention(example_q(), example_k(), example_v(), false);
     // torch 1.13: kr = torch.repeat_interleave(k, 2, dim=1), vr likewise;
     // (torch.softmax(q @ kr.transpose(-1, -2) / math.sqrt(2), -1) @ vr).flatten()
-    const Cube expected = cube({1, 4, 2, 2},
+    const Cube expected = cube(
+        {1, 4, 2, 2},
         {1.3191602230072021f, 1.633568286895752f, 0.7660260200500488f, 1.5719366073608398f,
          1.1543917655944824f, 0.7902287840843201f, 1.4870131015777588f, 1.6088719367980957f,
          0.3100091218948364f, 0.9182312488555908f, 0.7435917854309082f, 0.35596686601638794f,
@@ -149,11 +155,13 @@ TEST_CASE("gqa_attention without a mask matches torch on a hand example") {
                    "heads 2, 3 read K/V head 1; scores are divided by sqrt(d)");
 }
 
-TEST_CASE("gqa_attention with a mask and S > T matches torch: the queries are the last T positions") {
+TEST_CASE(
+    "gqa_attention with a mask and S > T matches torch: the queries are the last T positions") {
     const Cube out = wb::gqa_attention(example_q(), example_k(), example_v(), true);
     // torch 1.13: the scores of the previous check, masked_fill(-inf) where key s > t + (S - T)
     // (query 0 sees keys 0, 1; query 1 sees keys 0, 1, 2), softmax, @ vr, flatten.
-    const Cube expected = cube({1, 4, 2, 2},
+    const Cube expected = cube(
+        {1, 4, 2, 2},
         {0.6697615385055542f, 0.3302384614944458f, 0.7660260200500488f, 1.5719366073608398f,
          0.8929581642150879f, 0.10704180598258972f, 1.4870131015777588f, 1.6088719367980957f,
          -0.7812696099281311f, 1.7812695503234863f, 0.7435917854309082f, 0.35596686601638794f,
@@ -171,10 +179,9 @@ TEST_CASE("gqa_attention causal with history (S > T) equals a mask built by hand
     const Cube out = wb::gqa_attention(q, k, v, true);
     // The mask of decode with a cache: 4 positions of history, then the 3 new queries.
     //   query 0 (position 4): keys 0..4;  query 1: keys 0..5;  query 2: keys 0..6
-    const std::vector<std::vector<bool>> visible = {
-        {true, true, true, true, true, false, false},
-        {true, true, true, true, true, true, false},
-        {true, true, true, true, true, true, true}};
+    const std::vector<std::vector<bool>> visible = {{true, true, true, true, true, false, false},
+                                                    {true, true, true, true, true, true, false},
+                                                    {true, true, true, true, true, true, true}};
     WB_CHECK_CLOSE(out, masked_attention_double(q, repeat_heads(k, H), repeat_heads(v, H), visible),
                    kTol,
                    "query t may see keys s <= t + (S - T): the S - T history positions are all "
@@ -228,8 +235,8 @@ TEST_CASE("gqa_cache_elements counts only the H_kv K/V heads (hand numbers)") {
     //   H_kv = 2: 2·4·2·128·2·16 = 65,536;  H_kv = 1: 32,768;  H_kv = 8: 262,144 (= MHA)
     const wb::GptConfig c{50, 128, 128, 8, 4};
     const std::size_t got2 = wb::gqa_cache_elements(c, 2, 2);
-    INFO("H_kv = 2: expected 65536, got " << got2
-         << ". Hint: 2·L·B·T_max·H_kv·d with d = D / H, not H_kv·D or H·d.");
+    INFO("H_kv = 2: expected 65536, got "
+         << got2 << ". Hint: 2·L·B·T_max·H_kv·d with d = D / H, not H_kv·D or H·d.");
     CHECK(got2 == 65536u);
     const std::size_t got1 = wb::gqa_cache_elements(c, 1, 2);
     INFO("H_kv = 1 (multi-query): expected 32768, got " << got1);
@@ -251,8 +258,9 @@ TEST_CASE("gqa_cache_elements is the MHA cache divided by H / H_kv") {
         const std::size_t gqa = wb::gqa_cache_elements(c, H_kv, 5);
         const std::size_t mha = wb::kv_cache_elements(c, 5);  // 2·3·5·16·24 = 11,520 by hand
         INFO("H = 6, H_kv = " << H_kv << ": gqa_cache_elements = " << gqa
-             << ", kv_cache_elements = " << mha << ", expected a saving of exactly 6 / H_kv = "
-             << 6 / H_kv << ". Hint: the GQA cache keeps H_kv of the H heads.");
+                              << ", kv_cache_elements = " << mha
+                              << ", expected a saving of exactly 6 / H_kv = " << 6 / H_kv
+                              << ". Hint: the GQA cache keeps H_kv of the H heads.");
         CHECK(mha == 11520u);
         CHECK(gqa * (6 / H_kv) == mha);
     }
@@ -279,12 +287,13 @@ TEST_CASE("gqa_attention rejects empty axes and mismatched shapes") {
                     "[3, 2, 6, 5]");
     const Cube k_d = wbtest::randn<Cube>({2, 2, 6, 4}, 966);
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k_d, k_d, false),
-                    "q and k must have the same head width d", "wb::gqa_attention",
-                    "[2, 4, 3, 5]", "[2, 2, 6, 4]");
+                    "q and k must have the same head width d", "wb::gqa_attention", "[2, 4, 3, 5]",
+                    "[2, 2, 6, 4]");
 }
 
-TEST_CASE("gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > S") {
-    const Cube q = wbtest::randn<Cube>({1, 4, 3, 2}, 971);  // H = 4
+TEST_CASE(
+    "gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > S") {
+    const Cube q = wbtest::randn<Cube>({1, 4, 3, 2}, 971);   // H = 4
     const Cube k3 = wbtest::randn<Cube>({1, 3, 3, 2}, 972);  // H_kv = 3 does not divide 4
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k3, k3, false),
                     "H_kv must divide H: each K/V head serves H / H_kv query heads",
@@ -300,8 +309,8 @@ TEST_CASE("gqa_attention rejects K/V heads that do not divide the query heads, a
 
 TEST_CASE("gqa_cache_elements rejects H_kv that does not divide H, and an invalid H") {
     const wb::GptConfig c{50, 128, 128, 8, 4};
-    WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 3, 2),
-                    "H_kv must divide H", "wb::gqa_cache_elements", "H_kv = 3", "H = 8");
+    WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 3, 2), "H_kv must divide H",
+                    "wb::gqa_cache_elements", "H_kv = 3", "H = 8");
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 0, 2),
                     "H_kv = 0 K/V heads cannot serve any query head", "wb::gqa_cache_elements",
                     "H_kv = 0", "H = 8");
@@ -310,9 +319,8 @@ TEST_CASE("gqa_cache_elements rejects H_kv that does not divide H, and an invali
                     "H_kv = 16", "H = 8");
     const wb::GptConfig no_heads{50, 128, 128, 0, 4};
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(no_heads, 1, 2),
-                    "H = 0: no head width d = D / H", "wb::gqa_cache_elements", "H = 0",
-                    "D = 128");
+                    "H = 0: no head width d = D / H", "wb::gqa_cache_elements", "H = 0", "D = 128");
     const wb::GptConfig odd{50, 128, 100, 8, 4};  // 8 does not divide 100
-    WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(odd, 2, 2),
-                    "H must divide D", "wb::gqa_cache_elements", "H = 8", "D = 100");
+    WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(odd, 2, 2), "H must divide D",
+                    "wb::gqa_cache_elements", "H = 8", "D = 100");
 }

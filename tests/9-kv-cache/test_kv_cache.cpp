@@ -1,8 +1,8 @@
-#include "check.hpp"
-#include "forward_double.hpp"
-#include "9-kv-cache/kv_cache.hpp"
 #include "8-training/layers.hpp"
 #include "8-training/model.hpp"
+#include "9-kv-cache/kv_cache.hpp"
+#include "check.hpp"
+#include "forward_double.hpp"
 #include "model_fixture.hpp"
 
 #include <algorithm>
@@ -54,7 +54,8 @@ wb::Mat<float> full_rows_at(const wb::Mat<float>& full, std::size_t B, std::size
 
 // Position t of a [B, H, T_max, d] cache, as [B, H, d].
 xt::xtensor<float, 3> slot(const wb::Cube<float>& c, std::size_t t) {
-    xt::xtensor<float, 3> out = xt::xtensor<float, 3>::from_shape({c.shape(0), c.shape(1), c.shape(3)});
+    xt::xtensor<float, 3> out =
+        xt::xtensor<float, 3>::from_shape({c.shape(0), c.shape(1), c.shape(3)});
     for (std::size_t b = 0; b < c.shape(0); ++b)
         for (std::size_t h = 0; h < c.shape(1); ++h)
             for (std::size_t e = 0; e < c.shape(3); ++e) out(b, h, e) = c(b, h, t, e);
@@ -79,8 +80,8 @@ wb::Mat<float> embedded(const wb::GptParams<float>& p, const wb::TokenIds& ids) 
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < T; ++t)
             for (std::size_t j = 0; j < D; ++j)
-                x(b * T + t, j) = p.wte(static_cast<std::size_t>(ids(b, t)), j) +
-                                  (learned ? p.wpe(t, j) : 0.0f);
+                x(b * T + t, j) =
+                    p.wte(static_cast<std::size_t>(ids(b, t)), j) + (learned ? p.wpe(t, j) : 0.0f);
     return x;
 }
 
@@ -113,14 +114,14 @@ wb::Cube<float> in_cache(const wb::Cube<float>& heads, const wb::GptConfig& c) {
 
 // Three sequences of 8 tokens (= T_max) over V = 11, for the checks with B = 3.
 wb::TokenIds three_sequences() {
-    return wb::TokenIds{{3, 1, 4, 1, 5, 9, 2, 6}, {10, 0, 7, 7, 3, 8, 2, 5}, {2, 7, 1, 8, 2, 8, 1, 8}};
+    return wb::TokenIds{
+        {3, 1, 4, 1, 5, 9, 2, 6}, {10, 0, 7, 7, 3, 8, 2, 5}, {2, 7, 1, 8, 2, 8, 1, 8}};
 }
 
 // Prefill of the first T0 tokens, then decode steps up to T_max: every [B, V] they return must
 // equal the rows of the full forward (chapter 8's gpt_logits) at the same position.
 void check_decode_equals_full_forward(const wb::GptParams<float>& p, const wb::GptConfig& c,
-                                      const wb::TokenIds& ids, std::size_t T0,
-                                      const char* hint) {
+                                      const wb::TokenIds& ids, std::size_t T0, const char* hint) {
     const std::size_t B = ids.shape(0), T = ids.shape(1);
     const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [B·T, V], chapter 8
     wb::KvCache cache = wb::make_kv_cache(c, B);
@@ -148,8 +149,10 @@ TEST_CASE("make_kv_cache allocates zeroed K and V of shape B, H, T_max, d for ev
     REQUIRE(cache.k.size() == 3);
     REQUIRE(cache.v.size() == 3);
     for (std::size_t l = 0; l < 3; ++l) {
-        WB_CHECK_SHAPE(cache.k[l], (wb::Shape{2, 2, 8, 4}), "K cache must be [B, H, T_max, d], d = D / H");
-        WB_CHECK_SHAPE(cache.v[l], (wb::Shape{2, 2, 8, 4}), "V cache must be [B, H, T_max, d], d = D / H");
+        WB_CHECK_SHAPE(cache.k[l], (wb::Shape{2, 2, 8, 4}),
+                       "K cache must be [B, H, T_max, d], d = D / H");
+        WB_CHECK_SHAPE(cache.v[l], (wb::Shape{2, 2, 8, 4}),
+                       "V cache must be [B, H, T_max, d], d = D / H");
         WB_CHECK_CLOSE(cache.k[l], xt::zeros<float>({2, 2, 8, 4}), 0.0, "a new cache holds zeros");
         WB_CHECK_CLOSE(cache.v[l], xt::zeros<float>({2, 2, 8, 4}), 0.0, "a new cache holds zeros");
     }
@@ -163,16 +166,20 @@ TEST_CASE("kv_cache_elements and kv_cache_bytes follow 2 L B T_max D") {
     const wb::GptConfig c{1000, 128, 128, 4, 4};
     const std::size_t elements = wb::kv_cache_elements(c, 16);
     const std::size_t bytes = wb::kv_cache_bytes(c, 16);
-    INFO("kv_cache_elements = " << elements << ", expected 2097152 (= 2·L·B·T_max·D). Hint: K and V "
-         "(the 2), every layer (L); D = H·d, so do not multiply by H again.");
+    INFO("kv_cache_elements = "
+         << elements
+         << ", expected 2097152 (= 2·L·B·T_max·D). Hint: K and V "
+            "(the 2), every layer (L); D = H·d, so do not multiply by H again.");
     CHECK(elements == 2097152u);
-    INFO("kv_cache_bytes = " << bytes << ", expected 8388608 = 8 MiB (elements · sizeof(float) = 4)");
+    INFO("kv_cache_bytes = " << bytes
+                             << ", expected 8388608 = 8 MiB (elements · sizeof(float) = 4)");
     CHECK(bytes == 8388608u);
 
     // GPT-2 small by hand: L = 12, D = 768, T_max = 1024, B = 1:
     //   2·12·1·1024·768 = 18,874,368 floats = 75,497,472 bytes = 72 MiB.
     const wb::GptConfig gpt2{50257, 1024, 768, 12, 12};
-    INFO("GPT-2 small: kv_cache_elements = " << wb::kv_cache_elements(gpt2, 1) << ", expected 18874368");
+    INFO("GPT-2 small: kv_cache_elements = " << wb::kv_cache_elements(gpt2, 1)
+                                             << ", expected 18874368");
     CHECK(wb::kv_cache_elements(gpt2, 1) == 18874368u);
     CHECK(wb::kv_cache_bytes(gpt2, 1) == 75497472u);
 
@@ -180,7 +187,8 @@ TEST_CASE("kv_cache_elements and kv_cache_bytes follow 2 L B T_max D") {
     const wb::GptConfig small = small_config();
     const wb::KvCache cache = wb::make_kv_cache(small, 3);
     std::size_t allocated = 0;
-    for (std::size_t l = 0; l < cache.k.size(); ++l) allocated += cache.k[l].size() + cache.v[l].size();
+    for (std::size_t l = 0; l < cache.k.size(); ++l)
+        allocated += cache.k[l].size() + cache.v[l].size();
     INFO("make_kv_cache allocated " << allocated << " floats, expected 2·2·3·8·8 = 768");
     CHECK(allocated == 768u);
     CHECK(wb::kv_cache_elements(small, 3) == 768u);
@@ -189,12 +197,13 @@ TEST_CASE("kv_cache_elements and kv_cache_bytes follow 2 L B T_max D") {
 TEST_CASE("prefill returns the last position's logits of the full forward") {
     const wb::GptConfig c = small_config();
     const wb::GptParams<float> p = small_model(c, 1);
-    const wb::TokenIds prompt = prefix(two_sequences(), 5);  // [2, 5]
+    const wb::TokenIds prompt = prefix(two_sequences(), 5);    // [2, 5]
     const wb::Mat<float> full = wb::gpt_logits(p, c, prompt);  // [10, V], chapter 8
 
     wb::KvCache cache = wb::make_kv_cache(c, 2);
     const wb::Mat<float> logits = wb::prefill(p, c, prompt, cache);
-    WB_CHECK_SHAPE(logits, (wb::Shape{2, 11}), "prefill returns [B, V]: only the last position predicts");
+    WB_CHECK_SHAPE(logits, (wb::Shape{2, 11}),
+                   "prefill returns [B, V]: only the last position predicts");
     WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 5, 4), kTol,
                    "prefill must equal rows b·T + T-1 of gpt_logits: the LAST position of each "
                    "sequence (not the first), through the final LayerNorm and lm_head");
@@ -205,7 +214,7 @@ TEST_CASE("prefill returns the last position's logits of the full forward") {
 TEST_CASE("prefill then decode_step matches the full forward at every position") {
     const wb::GptConfig c = small_config();
     const wb::GptParams<float> p = small_model(c, 2);
-    const wb::TokenIds ids = two_sequences();              // [2, 8]
+    const wb::TokenIds ids = two_sequences();               // [2, 8]
     const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [16, V], chapter 8
 
     wb::KvCache cache = wb::make_kv_cache(c, 2);
@@ -215,12 +224,13 @@ TEST_CASE("prefill then decode_step matches the full forward at every position")
         logits = wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
         INFO("decode_step at position t = " << t);
         WB_CHECK_SHAPE(logits, (wb::Shape{2, 11}), "decode_step returns [B, V]");
-        WB_CHECK_CLOSE(logits, full_rows_at(full, 2, 8, t), kTol,
-                       "decode_step must equal the full forward: the new token gets wpe[cache.length] "
-                       "(not wpe[0]), its query reads every cached position [0, t] including itself, "
-                       "and layer l reads only cache.k[l], cache.v[l]");
+        WB_CHECK_CLOSE(
+            logits, full_rows_at(full, 2, 8, t), kTol,
+            "decode_step must equal the full forward: the new token gets wpe[cache.length] "
+            "(not wpe[0]), its query reads every cached position [0, t] including itself, "
+            "and layer l reads only cache.k[l], cache.v[l]");
         INFO("cache.length after the step = " << cache.length << ", expected " << t + 1
-                                             << ". Hint: did you forget length += 1?");
+                                              << ". Hint: did you forget length += 1?");
         CHECK(cache.length == t + 1);
     }
 }
@@ -257,7 +267,9 @@ TEST_CASE("decode_step on an empty cache equals prefill of one token") {
                    "two decode steps from an empty cache are the first two positions");
 }
 
-TEST_CASE("with learned positions, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 tokens (B = 3)") {
+TEST_CASE(
+    "with learned positions, prefill then decode equals the full forward, for prompts of 1, 3 and "
+    "T_max - 1 tokens (B = 3)") {
     const wb::GptConfig c = small_config();
     const wb::GptParams<float> p = small_model(c, 21);
     for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
@@ -269,7 +281,9 @@ TEST_CASE("with learned positions, prefill then decode equals the full forward, 
     }
 }
 
-TEST_CASE("with RoPE, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 tokens (B = 3)") {
+TEST_CASE(
+    "with RoPE, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 "
+    "tokens (B = 3)") {
     const wb::GptConfig c = rope_config();
     const wb::GptParams<float> p = small_model(c, 22);  // wpe [0, D]: no position table
     for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
@@ -289,11 +303,11 @@ TEST_CASE("with RoPE, the position of a decoded token changes its logits: the of
     const wb::GptConfig c = rope_config();
     const wb::GptParams<float> p = small_model(c, 23);
     const wb::TokenIds ids{{4, 9, 2, 7, 7, 7}, {1, 6, 3, 7, 7, 7}};  // token 7 at positions 3, 4, 5
-    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);  // [12, V]
+    const wb::Mat<float> full = wb::gpt_logits(p, c, ids);           // [12, V]
     const double spread =
         max_abs(wb::Mat<float>(full_rows_at(full, 2, 6, 3) - full_rows_at(full, 2, 6, 5)));
-    INFO("the full forward's logits after token 7 at positions 3 and 5 differ by " << spread
-         << " at most (the fixture must make positions visible)");
+    INFO("the full forward's logits after token 7 at positions 3 and 5 differ by "
+         << spread << " at most (the fixture must make positions visible)");
     REQUIRE(spread > 1e-2);
 
     wb::KvCache cache = wb::make_kv_cache(c, 2);
@@ -308,7 +322,8 @@ TEST_CASE("with RoPE, the position of a decoded token changes its logits: the of
     }
 }
 
-TEST_CASE("with RoPE, layer 0's cache holds the keys after the rotation, each at its own position") {
+TEST_CASE(
+    "with RoPE, layer 0's cache holds the keys after the rotation, each at its own position") {
     const wb::GptConfig c = rope_config();
     const wb::GptParams<float> p = small_model(c, 24);
     const wb::TokenIds ids = two_sequences();
@@ -375,7 +390,8 @@ TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and 
 
     const double k_diff = max_abs(cache.k[0] - cache.k[1]);
     const double v_diff = max_abs(cache.v[0] - cache.v[1]);
-    INFO("max |cache.k[0] - cache.k[1]| = " << k_diff << ", max |cache.v[0] - cache.v[1]| = " << v_diff
+    INFO("max |cache.k[0] - cache.k[1]| = "
+         << k_diff << ", max |cache.v[0] - cache.v[1]| = " << v_diff
          << ". Hint: layer 1 computes its keys from ITS input (the output of block 0) with ITS "
             "weights; one cache for all layers is the mistake of notes §16.");
     CHECK(k_diff > 1e-2);
@@ -391,8 +407,10 @@ TEST_CASE("prefill fills exactly the first T positions and leaves the rest zero"
     wb::prefill(p, c, prefix(two_sequences(), 3), cache);
     for (std::size_t l = 0; l < c.L; ++l) {
         for (std::size_t t = 0; t < c.T_max; ++t) {
-            const double k_mag = max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
-            const double v_mag = max_abs(wb::Cube<float>(xt::view(cache.v[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
+            const double k_mag = max_abs(wb::Cube<float>(
+                xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
+            const double v_mag = max_abs(wb::Cube<float>(
+                xt::view(cache.v[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
             INFO("layer " << l << ", position " << t << ": max |k| = " << k_mag << ", max |v| = "
                           << v_mag << " after a prefill of T = 3 (positions 0, 1, 2 filled)");
             if (t < 3) {
@@ -420,8 +438,10 @@ TEST_CASE("the cache is allocated once: its buffers never move across decode ste
     for (std::size_t t = 2; t < 8; ++t) {
         wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
         for (std::size_t l = 0; l < c.L; ++l) {
-            INFO("after decode at position " << t << ", layer " << l
-                 << ": the K or V buffer moved or changed shape. Hint: write into the [B, H, T_max, d] "
+            INFO("after decode at position "
+                 << t << ", layer " << l
+                 << ": the K or V buffer moved or changed shape. Hint: write into the [B, H, "
+                    "T_max, d] "
                     "buffers of make_kv_cache; never concatenate a new tensor each step.");
             CHECK(cache.k[l].data() == k_ptr[l]);
             CHECK(cache.v[l].data() == v_ptr[l]);
@@ -430,7 +450,9 @@ TEST_CASE("the cache is allocated once: its buffers never move across decode ste
     }
 }
 
-TEST_CASE("decoding more tokens never changes earlier cache entries, with learned positions and with RoPE") {
+TEST_CASE(
+    "decoding more tokens never changes earlier cache entries, with learned positions and with "
+    "RoPE") {
     for (const wb::GptConfig& c : {small_config(), rope_config()}) {
         const wb::GptParams<float> p = small_model(c, 8);
         const wb::TokenIds ids = two_sequences();
@@ -441,8 +463,9 @@ TEST_CASE("decoding more tokens never changes earlier cache entries, with learne
             wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache);
             for (std::size_t l = 0; l < c.L; ++l) {
                 for (std::size_t s = 0; s < t; ++s) {
-                    INFO(wb::positions_name(c.positions) << " positions: decode at position " << t
-                         << " changed layer " << l << "'s history at position " << s);
+                    INFO(wb::positions_name(c.positions)
+                         << " positions: decode at position " << t << " changed layer " << l
+                         << "'s history at position " << s);
                     WB_CHECK_CLOSE(slot(cache.k[l], s), slot(before.k[l], s), 0.0,
                                    "history positions never change (notes §16): write only at "
                                    "position cache.length; with RoPE the cached keys were "
@@ -451,7 +474,8 @@ TEST_CASE("decoding more tokens never changes earlier cache entries, with learne
                                    "history positions never change (notes §16)");
                 }
                 INFO("layer " << l << ": position " << t << " must be written by this step");
-                CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all()))) > 1e-3);
+                CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(),
+                                                       xt::range(t, t + 1), xt::all()))) > 1e-3);
             }
         }
     }
@@ -476,14 +500,16 @@ TEST_CASE("prefill rejects bad prompts, a used cache and a cache of the wrong sh
                     "an empty prompt has no last position", "wb::prefill", "[2, 0]");
     wb::TokenIds too_long = xt::zeros<std::int64_t>({2, 9});
     WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, too_long, cache),
-                    "T > T_max: wpe and the cache have T_max rows", "wb::prefill", "T = 9", "T_max = 8");
+                    "T > T_max: wpe and the cache have T_max rows", "wb::prefill", "T = 9",
+                    "T_max = 8");
     wb::TokenIds bad_id = xt::zeros<std::int64_t>({2, 3});
     bad_id(1, 2) = 11;
-    WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, bad_id, cache),
-                    "ids must be in [0, V)", "wb::prefill", "[1, 2]", "11");
+    WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, bad_id, cache), "ids must be in [0, V)",
+                    "wb::prefill", "[1, 2]", "11");
     const wb::TokenIds three = xt::zeros<std::int64_t>({3, 2});
     WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, three, cache),
-                    "the cache was made for B = 2 sequences", "wb::prefill", "[2, 2, 8, 4]", "[3, 2, 8, 4]");
+                    "the cache was made for B = 2 sequences", "wb::prefill", "[2, 2, 8, 4]",
+                    "[3, 2, 8, 4]");
     wb::KvCache one_layer = cache;
     one_layer.k.pop_back();
     one_layer.v.pop_back();
@@ -492,7 +518,8 @@ TEST_CASE("prefill rejects bad prompts, a used cache and a cache of the wrong sh
 
     wb::prefill(p, c, prefix(two_sequences(), 2), cache);
     WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, prefix(two_sequences(), 2), cache),
-                    "prefill starts a generation: it needs an empty cache", "wb::prefill", "length = 2");
+                    "prefill starts a generation: it needs an empty cache", "wb::prefill",
+                    "length = 2");
 
     wb::GptParams<float> short_model = p;
     short_model.blocks.pop_back();
@@ -522,10 +549,10 @@ TEST_CASE("decode_step rejects a wrong number of tokens, bad ids and a malformed
     wb::prefill(p, c, prefix(two_sequences(), 2), cache);
     WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1, 2, 3}, cache),
                     "one new token per sequence", "wb::decode_step", "3", "B = 2");
-    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {1, -1}, cache),
-                    "ids must be in [0, V)", "wb::decode_step", "-1", "[0, 11)");
-    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {11, 0}, cache),
-                    "ids must be in [0, V)", "wb::decode_step", "11");
+    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {1, -1}, cache), "ids must be in [0, V)",
+                    "wb::decode_step", "-1", "[0, 11)");
+    WB_CHECK_THROWS(wb::ValueError, wb::decode_step(p, c, {11, 0}, cache), "ids must be in [0, V)",
+                    "wb::decode_step", "11");
     wb::KvCache bad = cache;
     bad.v[1] = xt::zeros<float>({2, 2, 4, 4});
     WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, c, {1, 2}, bad),
@@ -537,8 +564,8 @@ TEST_CASE("decode_step rejects a wrong number of tokens, bad ids and a malformed
                     "wb::decode_step", "L = 2");
     const wb::GptConfig uneven{c.V, c.T_max, c.D, 3, c.L};  // H = 3 does not divide D = 8
     WB_CHECK_THROWS(wb::ShapeError, wb::decode_step(p, uneven, {1, 2}, cache),
-                    "an invalid config is refused before anything is computed",
-                    "wb::decode_step", "H = 3", "D = 8");
+                    "an invalid config is refused before anything is computed", "wb::decode_step",
+                    "H = 3", "D = 8");
     INFO("a rejected step must not advance the cache: length = " << cache.length << ", expected 2");
     CHECK(cache.length == 2);
 }

@@ -1,7 +1,7 @@
-#include "check.hpp"
 #include "8-training/model.hpp"
 #include "9-kv-cache/kv_cache.hpp"
 #include "9-kv-cache/sampling.hpp"
+#include "check.hpp"
 #include "model_fixture.hpp"
 
 #include <cstdint>
@@ -15,8 +15,8 @@ TEST_CASE("kv_cache_elements and make_kv_cache refuse sizes whose product overfl
     const std::size_t big = std::size_t(1) << 32;
     const wb::GptConfig c{11, big, big, 1, 1};
     WB_CHECK_THROWS(wb::ShapeError, wb::kv_cache_elements(c, 1),
-                    "2 L B T_max D wraps around to 0: check the product",
-                    "wb::kv_cache_elements", "2^48");
+                    "2 L B T_max D wraps around to 0: check the product", "wb::kv_cache_elements",
+                    "2^48");
     WB_CHECK_THROWS(wb::ShapeError, wb::kv_cache_bytes(c, 1), "the bytes wrap around too",
                     "wb::kv_cache");
     WB_CHECK_THROWS(wb::ShapeError, wb::make_kv_cache(wb::GptConfig{11, 8, 8, 2, 2}, SIZE_MAX),
@@ -37,8 +37,7 @@ TEST_CASE("generate refuses max_new_tokens = SIZE_MAX before generating anything
                     "SIZE_MAX - 1 + 2 wraps to 0", "wb::generate", "exceeds T_max");
 }
 
-TEST_CASE("prefill and decode_step check wte, wpe and every block's shapes",
-          "[kv_cache][errors]") {
+TEST_CASE("prefill and decode_step check wte, wpe and every block's shapes", "[kv_cache][errors]") {
     const wb::GptConfig c = wbtest::small_config();
     const wb::GptParams<float> good = wbtest::small_model(c, 1);
     wb::TokenIds prompt = wb::TokenIds::from_shape({1, 3});

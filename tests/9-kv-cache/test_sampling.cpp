@@ -1,6 +1,6 @@
-#include "check.hpp"
-#include "9-kv-cache/sampling.hpp"
 #include "8-training/model.hpp"
+#include "9-kv-cache/sampling.hpp"
+#include "check.hpp"
 #include "model_fixture.hpp"
 
 #include <algorithm>
@@ -42,10 +42,12 @@ std::string ids_str(const std::vector<std::int64_t>& ids) { return wb::shape_str
 }  // namespace
 
 TEST_CASE("greedy picks the argmax, the lowest id on ties") {
-    INFO("greedy([0.5, -1, 2.5, 1]) = " << wb::greedy(wb::Vec<float>{0.5f, -1.0f, 2.5f, 1.0f})
+    INFO("greedy([0.5, -1, 2.5, 1]) = "
+         << wb::greedy(wb::Vec<float>{0.5f, -1.0f, 2.5f, 1.0f})
          << ", expected 2. Hint: the LARGEST logit (not the smallest).");
     CHECK(wb::greedy(wb::Vec<float>{0.5f, -1.0f, 2.5f, 1.0f}) == 2);
-    INFO("greedy([1, 3, 3, 0]) = " << wb::greedy(wb::Vec<float>{1.0f, 3.0f, 3.0f, 0.0f})
+    INFO("greedy([1, 3, 3, 0]) = "
+         << wb::greedy(wb::Vec<float>{1.0f, 3.0f, 3.0f, 0.0f})
          << ", expected 1: on ties the lowest id wins (a strict > keeps the first maximum)");
     CHECK(wb::greedy(wb::Vec<float>{1.0f, 3.0f, 3.0f, 0.0f}) == 1);
     CHECK(wb::greedy(wb::Vec<float>{-7.0f}) == 0);
@@ -55,27 +57,32 @@ TEST_CASE("greedy picks the argmax, the lowest id on ties") {
 TEST_CASE("temperature 1 gives the plain softmax of the logits") {
     // math: softmax([1, 2, 3, 4]) = [0.0320586033, 0.0871443187, 0.236882818, 0.64391426]
     const std::vector<float> p = wb::sampling_distribution(logits_1234(), opts(1.0f, 0, 1.0f));
-    WB_CHECK_CLOSE(as_vec(p), (wb::Vec<float>{0.0320586033f, 0.0871443187f, 0.236882818f, 0.64391426f}),
-                   kTol, "τ = 1, no filter: exactly softmax(z). Did you forget the normalisation?");
+    WB_CHECK_CLOSE(as_vec(p),
+                   (wb::Vec<float>{0.0320586033f, 0.0871443187f, 0.236882818f, 0.64391426f}), kTol,
+                   "τ = 1, no filter: exactly softmax(z). Did you forget the normalisation?");
     // Shifting every logit changes nothing (softmax is shift-invariant; large logits must not overflow).
-    const std::vector<float> shifted =
-        wb::sampling_distribution(wb::Vec<float>{1001.0f, 1002.0f, 1003.0f, 1004.0f}, opts(1.0f, 0, 1.0f));
-    WB_CHECK_CLOSE(as_vec(shifted), as_vec(p), kTol,
-                   "logits 1001..1004 must give the same distribution: subtract the maximum before exp");
+    const std::vector<float> shifted = wb::sampling_distribution(
+        wb::Vec<float>{1001.0f, 1002.0f, 1003.0f, 1004.0f}, opts(1.0f, 0, 1.0f));
+    WB_CHECK_CLOSE(
+        as_vec(shifted), as_vec(p), kTol,
+        "logits 1001..1004 must give the same distribution: subtract the maximum before exp");
 }
 
 TEST_CASE("low temperature approaches greedy, high temperature flattens") {
     // math: softmax([1, 2, 3, 4] / 0.5) = [0.00214400878, 0.0158422012, 0.117058913, 0.864954877]
-    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(0.5f, 0, 1.0f))),
-                   (wb::Vec<float>{0.00214400878f, 0.0158422012f, 0.117058913f, 0.864954877f}), kTol,
-                   "τ = 0.5 sharpens: p = softmax(z / τ). Did you multiply by τ instead of dividing?");
+    WB_CHECK_CLOSE(
+        as_vec(wb::sampling_distribution(logits_1234(), opts(0.5f, 0, 1.0f))),
+        (wb::Vec<float>{0.00214400878f, 0.0158422012f, 0.117058913f, 0.864954877f}), kTol,
+        "τ = 0.5 sharpens: p = softmax(z / τ). Did you multiply by τ instead of dividing?");
     // math: softmax([1, 2, 3, 4] / 2) = [0.101536324, 0.167405097, 0.276004345, 0.455054234]
-    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(2.0f, 0, 1.0f))),
-                   (wb::Vec<float>{0.101536324f, 0.167405097f, 0.276004345f, 0.455054234f}), kTol,
-                   "τ = 2 flattens: p = softmax(z / τ). Did you multiply by τ instead of dividing?");
+    WB_CHECK_CLOSE(
+        as_vec(wb::sampling_distribution(logits_1234(), opts(2.0f, 0, 1.0f))),
+        (wb::Vec<float>{0.101536324f, 0.167405097f, 0.276004345f, 0.455054234f}), kTol,
+        "τ = 2 flattens: p = softmax(z / τ). Did you multiply by τ instead of dividing?");
     // math: softmax([1, 2, 3, 4] / 0.1)[3] = 0.9999546 -> nearly one-hot on the argmax.
     const std::vector<float> cold = wb::sampling_distribution(logits_1234(), opts(0.1f, 0, 1.0f));
-    INFO("τ = 0.1: p[3] = " << cold[3] << ", expected 0.9999546 (the greedy token takes everything)");
+    INFO("τ = 0.1: p[3] = " << cold[3]
+                            << ", expected 0.9999546 (the greedy token takes everything)");
     CHECK(std::fabs(cold[3] - 0.9999546) < 1e-6);
     // math: softmax([1, 2, 3, 4] / 100) = [0.246262593, 0.248737573, 0.251237428, 0.253762406]
     WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(100.0f, 0, 1.0f))),
@@ -115,16 +122,18 @@ TEST_CASE("top_p keeps the smallest nucleus whose mass reaches top_p") {
                    "top_p = 0.8 keeps ids 3 and 2: the token whose mass CROSSES top_p belongs to "
                    "the nucleus");
     // top_p = 0.5: id 3 alone already reaches it.
-    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(1.0f, 0, 0.5f))),
-                   (wb::Vec<float>{0.0f, 0.0f, 0.0f, 1.0f}), kTol,
-                   "top_p = 0.5: the most likely token (0.644) reaches it alone: keep the SMALLEST set");
+    WB_CHECK_CLOSE(
+        as_vec(wb::sampling_distribution(logits_1234(), opts(1.0f, 0, 0.5f))),
+        (wb::Vec<float>{0.0f, 0.0f, 0.0f, 1.0f}), kTol,
+        "top_p = 0.5: the most likely token (0.644) reaches it alone: keep the SMALLEST set");
     // A tiny top_p still keeps the most likely token.
     WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(1.0f, 0, 0.01f))),
                    (wb::Vec<float>{0.0f, 0.0f, 0.0f, 1.0f}), kTol,
                    "top_p = 0.01: the nucleus always holds at least the most likely token");
     // Boundary: four equal logits give exactly 0.25 each; top_p = 0.5 is reached exactly after
     // two tokens (cumulative 0.5 >= 0.5), ids 0 and 1 (lower ids first): [0.5, 0.5, 0, 0].
-    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(wb::Vec<float>{0.0f, 0.0f, 0.0f, 0.0f}, opts(1.0f, 0, 0.5f))),
+    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(wb::Vec<float>{0.0f, 0.0f, 0.0f, 0.0f},
+                                                    opts(1.0f, 0, 0.5f))),
                    (wb::Vec<float>{0.5f, 0.5f, 0.0f, 0.0f}), kTol,
                    "mass exactly equal to top_p REACHES it: stop at cumulative >= top_p (not >), "
                    "and keep the crossing token");
@@ -150,7 +159,9 @@ TEST_CASE("sample draws with the frequencies of the distribution over 20000 draw
     // sqrt(0.25 / 20000) = 0.0035; the tolerance 0.015 is over 4 of them.
     std::mt19937_64 rng(2024);
     std::vector<double> counts(4, 0.0);
-    for (int i = 0; i < 20000; ++i) counts[static_cast<std::size_t>(wb::sample(logits_1234(), opts(1.0f, 0, 1.0f), rng))] += 1.0;
+    for (int i = 0; i < 20000; ++i)
+        counts[static_cast<std::size_t>(wb::sample(logits_1234(), opts(1.0f, 0, 1.0f), rng))] +=
+            1.0;
     for (double& x : counts) x /= 20000.0;
     const std::vector<double> expected = {0.0320586033, 0.0871443187, 0.236882818, 0.64391426};
     WB_REPORT(wbtest::compare(wbtest::Flat{{4}, counts}, wbtest::Flat{{4}, expected}, 0.015, 0.0,
@@ -159,14 +170,16 @@ TEST_CASE("sample draws with the frequencies of the distribution over 20000 draw
 
     // With top_k = 2, ids 0 and 1 are never drawn: 0.268941421 / 0.731058579.
     std::vector<double> top2(4, 0.0);
-    for (int i = 0; i < 20000; ++i) top2[static_cast<std::size_t>(wb::sample(logits_1234(), opts(1.0f, 2, 1.0f), rng))] += 1.0;
+    for (int i = 0; i < 20000; ++i)
+        top2[static_cast<std::size_t>(wb::sample(logits_1234(), opts(1.0f, 2, 1.0f), rng))] += 1.0;
     for (double& x : top2) x /= 20000.0;
     INFO("top_k = 2 drew id 0 " << top2[0] * 20000 << " times and id 1 " << top2[1] * 20000
-         << " times: a filtered token must never be drawn");
+                                << " times: a filtered token must never be drawn");
     CHECK(top2[0] == 0.0);
     CHECK(top2[1] == 0.0);
-    WB_REPORT(wbtest::compare(wbtest::Flat{{4}, top2}, wbtest::Flat{{4}, {0.0, 0.0, 0.268941421, 0.731058579}},
-                              0.015, 0.0, "sample() must draw from the filtered distribution"));
+    WB_REPORT(wbtest::compare(wbtest::Flat{{4}, top2},
+                              wbtest::Flat{{4}, {0.0, 0.0, 0.268941421, 0.731058579}}, 0.015, 0.0,
+                              "sample() must draw from the filtered distribution"));
 }
 
 TEST_CASE("sample is deterministic for a seed") {
@@ -177,7 +190,7 @@ TEST_CASE("sample is deterministic for a seed") {
         db.push_back(wb::sample(logits_1234(), opts(1.5f, 0, 1.0f), b));
     }
     INFO("seed 7 gave " << ids_str(da) << " and then " << ids_str(db)
-         << ". Hint: all randomness must come from the rng argument");
+                        << ". Hint: all randomness must come from the rng argument");
     CHECK(da == db);
     std::int64_t distinct = 0;
     for (std::int64_t id = 0; id < 4; ++id) distinct += std::count(da.begin(), da.end(), id) > 0;
@@ -185,7 +198,9 @@ TEST_CASE("sample is deterministic for a seed") {
     CHECK(distinct >= 3);
 }
 
-TEST_CASE("generate with greedy equals the argmax of the full forward, appended step by step, with learned positions and with RoPE") {
+TEST_CASE(
+    "generate with greedy equals the argmax of the full forward, appended step by step, with "
+    "learned positions and with RoPE") {
     for (const wb::GptConfig& c : {wbtest::small_config(), wbtest::rope_config()}) {
         const wb::GptParams<float> p = wbtest::small_model(c, 21);
         const std::vector<std::int64_t> prompt = {3, 1, 4};
@@ -205,8 +220,9 @@ TEST_CASE("generate with greedy equals the argmax of the full forward, appended 
         }
         const std::vector<std::int64_t> got =
             wb::generate(p, c, prompt, 5, wb::SamplingOptions{}, 0, true);
-        INFO(wb::positions_name(c.positions) << " positions: generate (greedy) = " << ids_str(got)
-             << ", expected " << ids_str(expected)
+        INFO(wb::positions_name(c.positions)
+             << " positions: generate (greedy) = " << ids_str(got) << ", expected "
+             << ids_str(expected)
              << " (the prompt, then 5 argmax tokens of the full forward). Hint: prefill once, "
                 "then decode_step each new token at position cache.length; return prompt + new "
                 "tokens.");
@@ -223,13 +239,15 @@ TEST_CASE("generate: the same seed gives the same tokens, other seeds differ") {
     const wb::SamplingOptions o = opts(2.0f, 0, 1.0f);
     const std::vector<std::int64_t> a = wb::generate(p, c, {5}, 7, o, 1);
     const std::vector<std::int64_t> b = wb::generate(p, c, {5}, 7, o, 1);
-    INFO("seed 1 gave " << ids_str(a) << " then " << ids_str(b) << ": a seed must fix the output "
-         "(one std::mt19937_64(seed), used only by sample)");
+    INFO("seed 1 gave " << ids_str(a) << " then " << ids_str(b)
+                        << ": a seed must fix the output "
+                           "(one std::mt19937_64(seed), used only by sample)");
     CHECK(a == b);
     REQUIRE(a.size() == 8);
     CHECK(a[0] == 5);
     int differ = 0;
-    for (std::uint64_t seed = 2; seed <= 6; ++seed) differ += wb::generate(p, c, {5}, 7, o, seed) != a;
+    for (std::uint64_t seed = 2; seed <= 6; ++seed)
+        differ += wb::generate(p, c, {5}, 7, o, seed) != a;
     INFO(differ << " of seeds 2..6 gave another sequence than seed 1's " << ids_str(a)
                 << ": at τ = 2 most seeds must differ. Hint: did you pick greedily?");
     CHECK(differ >= 3);
@@ -238,7 +256,8 @@ TEST_CASE("generate: the same seed gives the same tokens, other seeds differ") {
 TEST_CASE("sampling functions reject bad temperatures, top_p and empty logits") {
     const wb::Vec<float> z = logits_1234();
     WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(0.0f, 0, 1.0f)),
-                    "τ must be > 0 (τ → 0 is greedy)", "wb::sampling_distribution", "temperature", "0");
+                    "τ must be > 0 (τ → 0 is greedy)", "wb::sampling_distribution", "temperature",
+                    "0");
     WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(-1.0f, 0, 1.0f)),
                     "τ must be > 0", "wb::sampling_distribution", "temperature", "-1");
     WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(z, opts(1.0f, 0, 0.0f)),
@@ -248,12 +267,13 @@ TEST_CASE("sampling functions reject bad temperatures, top_p and empty logits") 
     const wb::Vec<float> empty = wb::Vec<float>::from_shape({0});
     WB_CHECK_THROWS(wb::ShapeError, wb::sampling_distribution(empty, opts(1.0f, 0, 1.0f)),
                     "no tokens to choose from", "wb::sampling_distribution", "[0]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::greedy(empty), "no tokens to choose from", "wb::greedy", "[0]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::greedy(empty), "no tokens to choose from", "wb::greedy",
+                    "[0]");
     std::mt19937_64 rng(1);
     WB_CHECK_THROWS(wb::ShapeError, wb::sample(empty, opts(1.0f, 0, 1.0f), rng),
                     "no tokens to choose from", "wb::sample", "[0]");
-    WB_CHECK_THROWS(wb::ValueError, wb::sample(z, opts(0.0f, 0, 1.0f), rng),
-                    "τ must be > 0", "wb::sample", "temperature");
+    WB_CHECK_THROWS(wb::ValueError, wb::sample(z, opts(0.0f, 0, 1.0f), rng), "τ must be > 0",
+                    "wb::sample", "temperature");
 }
 
 TEST_CASE("sampling functions reject a NaN or infinite temperature and a NaN top_p") {
@@ -288,8 +308,8 @@ TEST_CASE("sampling functions reject a NaN or +inf logit and all -inf logits, al
                     "check every logit before the softmax: NaN fails every comparison",
                     "wb::sampling_distribution", "logits[1]", "nan");
     WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(with_inf, opts(1.0f, 0, 1.0f)),
-                    "+inf - max = inf - inf = NaN: reject +inf logits",
-                    "wb::sampling_distribution", "logits[1]", "inf");
+                    "+inf - max = inf - inf = NaN: reject +inf logits", "wb::sampling_distribution",
+                    "logits[1]", "inf");
     WB_CHECK_THROWS(wb::ValueError, wb::sampling_distribution(all_masked, opts(1.0f, 0, 1.0f)),
                     "every token masked leaves nothing to sample (0 / 0)",
                     "wb::sampling_distribution", "-inf");
@@ -320,7 +340,8 @@ TEST_CASE("generate rejects a too long request, an empty prompt and bad ids befo
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1}, 2, opts(1.0f, 0, 2.0f), 0),
                     "options are checked up front", "wb::generate", "top_p");
     // Exactly T_max tokens is allowed.
-    const std::vector<std::int64_t> full = wb::generate(p, c, {1, 2, 3}, 5, wb::SamplingOptions{}, 0);
+    const std::vector<std::int64_t> full =
+        wb::generate(p, c, {1, 2, 3}, 5, wb::SamplingOptions{}, 0);
     INFO("3 + 5 = T_max tokens must be allowed; got " << full.size() << " tokens");
     CHECK(full.size() == 8);
 }

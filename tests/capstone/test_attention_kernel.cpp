@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/attention_kernel.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -40,8 +40,8 @@ Cf randn4(std::size_t B, std::size_t H, std::size_t T, std::size_t d, unsigned s
 // and T = 150 and 130: more than two 64-key tiles, the last one partial, so a tiled kernel must
 // carry its running max, sum and output from tile to tile (and rescale them).
 const std::vector<std::vector<std::size_t>> kShapes = {
-    {1, 1, 1, 4}, {1, 1, 5, 3}, {2, 3, 7, 5}, {3, 5, 9, 8}, {1, 2, 17, 7}, {1, 2, 150, 16},
-    {2, 1, 130, 9}};
+    {1, 1, 1, 4},  {1, 1, 5, 3},    {2, 3, 7, 5},  {3, 5, 9, 8},
+    {1, 2, 17, 7}, {1, 2, 150, 16}, {2, 1, 130, 9}};
 
 std::string shape_name(const std::vector<std::size_t>& s) { return wb::shape_str(s); }
 
@@ -89,8 +89,9 @@ TEST_CASE("attention_forward matches PyTorch on a hand example, out and lse", "[
                    "row 0 must equal v0 (one key); row 1 averages v0 and v1 — did you scale by "
                    "sqrt(d), rescale the running output when the max grows, and skip keys j > i?");
     WB_CHECK_SHAPE(lse, (wb::Shape{1, 1, 3}), "lse is [B, H, T]");
-    WB_CHECK_CLOSE(lse, expected_lse, 1e-5,
-                   "lse = m + log(l): row 0 is 2/sqrt(3), row 1 is log 2 — did you forget the max m?");
+    WB_CHECK_CLOSE(
+        lse, expected_lse, 1e-5,
+        "lse = m + log(l): row 0 is 2/sqrt(3), row 1 is log 2 — did you forget the max m?");
 }
 
 TEST_CASE("attention_forward equals chapter 8's reference attention on many shapes", "[forward]") {
@@ -125,7 +126,8 @@ TEST_CASE("attention_forward writes lse as log-sum-exp of the scaled causal scor
                 double sum = 0.0;
                 for (std::size_t j = 0; j <= i; ++j) {
                     double dot = 0.0;
-                    for (std::size_t c = 0; c < d; ++c) dot += double(q(b, h, i, c)) * k(b, h, j, c);
+                    for (std::size_t c = 0; c < d; ++c)
+                        dot += double(q(b, h, i, c)) * k(b, h, j, c);
                     sum += std::exp(dot / std::sqrt(double(d)));
                 }
                 expected(b, h, i) = static_cast<float>(std::log(sum));
@@ -135,7 +137,8 @@ TEST_CASE("attention_forward writes lse as log-sum-exp of the scaled causal scor
                    "max, or sum over future keys?");
 }
 
-TEST_CASE("attention_forward with T = 1 returns v, and lse is the single scaled score", "[forward]") {
+TEST_CASE("attention_forward with T = 1 returns v, and lse is the single scaled score",
+          "[forward]") {
     // One position: the softmax has one entry, weight 1. lse = q·k / sqrt(d) by hand:
     // q·k = 1·2 + 2·(-1) + 3·1 + 4·0.5 = 5, / sqrt(4) = 2.5.
     const Cf q = {{{{1, 2, 3, 4}}}};
@@ -148,7 +151,8 @@ TEST_CASE("attention_forward with T = 1 returns v, and lse is the single scaled 
     WB_CHECK_CLOSE(lse, expected_lse, 1e-6, "lse of one score is the score itself, q·k / sqrt(d)");
 }
 
-TEST_CASE("attention_forward is causal: changing k and v at position j leaves rows < j alone", "[forward][causal]") {
+TEST_CASE("attention_forward is causal: changing k and v at position j leaves rows < j alone",
+          "[forward][causal]") {
     const std::size_t B = 1, H = 2, T = 8, d = 6, j = 5;
     const Cf q = randn4(B, H, T, d, 31);
     Cf k = randn4(B, H, T, d, 32);
@@ -227,8 +231,9 @@ TEST_CASE("attention_backward matches PyTorch's autograd on the hand example", "
     const Cf edv = {{{{0.698922981f, 0.602154038f, 1.60215404f},
                       {-0.0299031861f, 1.05980637f, 0.559806372f},
                       {-0.169019795f, 0.33803959f, 0.33803959f}}}};
-    WB_CHECK_CLOSE(dv, edv, 1e-5,
-                   "dv_j = Σ_{i ≥ j} P_ij dout_i: accumulate (+=) over the query rows, never assign");
+    WB_CHECK_CLOSE(
+        dv, edv, 1e-5,
+        "dv_j = Σ_{i ≥ j} P_ij dout_i: accumulate (+=) over the query rows, never assign");
     WB_CHECK_CLOSE(dq, edq, 1e-5,
                    "dq_i = Σ_j dS_ij k_j / sqrt(d) with dS = P ⊙ (dP − D_i), D_i = dout_i · out_i");
     WB_CHECK_CLOSE(dk, edk, 1e-5,
@@ -261,7 +266,8 @@ TEST_CASE("attention_backward equals chapter 8's reference backward in float", "
     }
 }
 
-TEST_CASE("attention_backward equals chapter 8's backward run in double on the same inputs", "[backward]") {
+TEST_CASE("attention_backward equals chapter 8's backward run in double on the same inputs",
+          "[backward]") {
     // The double reference is exact to ~1e-15; the float kernel is within 1e-4 of it
     // (absolute + relative; float rounding of sums over up to 17 keys, values of order 1).
     const std::size_t B = 2, H = 2, T = 11, d = 6;
@@ -277,8 +283,8 @@ TEST_CASE("attention_backward equals chapter 8's backward run in double on the s
     const Cd qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
     Cd weights, rdq, rdk, rdv;
     const Cd rout = wbtest::causal_attention_forward<double>(qd, kd, vd, weights);
-    wb::causal_attention_backward<double>(Cd(xt::cast<double>(dout)), qd, kd, vd, weights, rdq,
-                                          rdk, rdv);
+    wb::causal_attention_backward<double>(Cd(xt::cast<double>(dout)), qd, kd, vd, weights, rdq, rdk,
+                                          rdv);
     WB_CHECK_CLOSE(out, rout, 1e-4, "the forward drifts from the double reference");
     WB_CHECK_CLOSE(dq, rdq, 1e-4, "dq drifts from the exact gradient — is D_i in dS?");
     WB_CHECK_CLOSE(dk, rdk, 1e-4, "dk drifts from the exact gradient — 1/sqrt(d) on dS?");
@@ -317,8 +323,9 @@ TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held",
                            dq0.data(), dk0.data(), dv0.data());
     wb::attention_backward(s, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(),
                            dq7.data(), dk7.data(), dv7.data());
-    INFO("the gradients must be assigned: zero each head's dq, dk, dv before accumulating "
-         "(a buffer holding 7s gave a different answer)");
+    INFO(
+        "the gradients must be assigned: zero each head's dq, dk, dv before accumulating "
+        "(a buffer holding 7s gave a different answer)");
     CHECK(dq0 == dq7);
     CHECK(dk0 == dk7);
     CHECK(dv0 == dv7);
@@ -328,7 +335,8 @@ TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held",
 
 TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[threads]") {
     // B·H = 15 heads, T = 150: more rows, heads and tiles than threads.
-    const Cf q = randn4(3, 5, 150, 7, 81), k = randn4(3, 5, 150, 7, 82), v = randn4(3, 5, 150, 7, 83);
+    const Cf q = randn4(3, 5, 150, 7, 81), k = randn4(3, 5, 150, 7, 82),
+             v = randn4(3, 5, 150, 7, 83);
     Lse lse1, lse4;
     Cf out1, out4;
     with_threads(1, [&] { out1 = wb::attention_forward(q, k, v, lse1); });
@@ -342,7 +350,8 @@ TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[thread
 TEST_CASE("attention_backward gives the same bits with 1 and 4 threads", "[threads][backward]") {
     // One (b, h) per thread: no two threads add into the same dk or dv element, and each sum
     // runs in a fixed order, so the backward is bit-identical too.
-    const Cf q = randn4(3, 5, 150, 7, 91), k = randn4(3, 5, 150, 7, 92), v = randn4(3, 5, 150, 7, 93);
+    const Cf q = randn4(3, 5, 150, 7, 91), k = randn4(3, 5, 150, 7, 92),
+             v = randn4(3, 5, 150, 7, 93);
     const Cf dout = randn4(3, 5, 150, 7, 94);
     Lse lse;
     const Cf out = wb::attention_forward(q, k, v, lse);
@@ -364,27 +373,25 @@ TEST_CASE("raw attention_forward and attention_backward reject an axis of size 0
     float* p = buf.data();
     WB_CHECK_THROWS(wb::ValueError,
                     wb::attention_forward(wb::AttentionShape{1, 1, 0, 4}, p, p, p, p, p),
-                    "check B, H, T, d ≥ 1 before touching the buffers",
-                    "wb::attention_forward", "[1, 1, 0, 4]");
+                    "check B, H, T, d ≥ 1 before touching the buffers", "wb::attention_forward",
+                    "[1, 1, 0, 4]");
     WB_CHECK_THROWS(wb::ValueError,
                     wb::attention_forward(wb::AttentionShape{1, 1, 2, 0}, p, p, p, p, p),
                     "d = 0 would divide by sqrt(0)", "wb::attention_forward", "[1, 1, 2, 0]");
-    WB_CHECK_THROWS(wb::ValueError,
-                    wb::attention_backward(wb::AttentionShape{0, 2, 2, 2}, p, p, p, p, p, p, p, p, p),
-                    "check B, H, T, d ≥ 1 in the backward too", "wb::attention_backward",
-                    "[0, 2, 2, 2]");
+    WB_CHECK_THROWS(
+        wb::ValueError,
+        wb::attention_backward(wb::AttentionShape{0, 2, 2, 2}, p, p, p, p, p, p, p, p, p),
+        "check B, H, T, d ≥ 1 in the backward too", "wb::attention_backward", "[0, 2, 2, 2]");
 }
 
 TEST_CASE("attention_forward wrapper rejects mismatched or empty shapes", "[errors]") {
     const Cf q = randn4(2, 2, 4, 3, 1);
     const Cf bad = randn4(2, 2, 5, 3, 2);
     Lse lse;
-    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, bad, q, lse),
-                    "k must have q's shape", "wb::attention_forward", "[2, 2, 5, 3]",
-                    "[2, 2, 4, 3]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, q, bad, lse),
-                    "v must have q's shape", "wb::attention_forward", "[2, 2, 5, 3]",
-                    "[2, 2, 4, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, bad, q, lse), "k must have q's shape",
+                    "wb::attention_forward", "[2, 2, 5, 3]", "[2, 2, 4, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, q, bad, lse), "v must have q's shape",
+                    "wb::attention_forward", "[2, 2, 5, 3]", "[2, 2, 4, 3]");
     const Cf empty = xt::zeros<float>({2, 2, 0, 3});
     WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(empty, empty, empty, lse),
                     "an empty q has no rows to attend from", "wb::attention_forward",
@@ -403,29 +410,29 @@ TEST_CASE("attention_backward wrapper rejects mismatched shapes, lse included", 
     WB_CHECK_THROWS(wb::ShapeError, wb::attention_backward(q, bad, q, out, lse, q, dq, dk, dv),
                     "k must have q's shape", "wb::attention_backward", "[1, 2, 4, 5]");
     const Lse bad_lse = xt::zeros<float>({1, 2, 3});
-    WB_CHECK_THROWS(wb::ShapeError,
-                    wb::attention_backward(q, q, q, out, bad_lse, q, dq, dk, dv),
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_backward(q, q, q, out, bad_lse, q, dq, dk, dv),
                     "lse is [B, H, T], one value per query row", "wb::attention_backward",
                     "[1, 2, 3]", "[1, 2, 4]");
 }
 
-TEST_CASE("attention_forward and attention_backward reject mismatched batch or heads, and "
-          "B = 0 or H = 0",
-          "[errors]") {
+TEST_CASE(
+    "attention_forward and attention_backward reject mismatched batch or heads, and "
+    "B = 0 or H = 0",
+    "[errors]") {
     std::vector<float> buf(16, 0.0f);
     float* p = buf.data();
     WB_CHECK_THROWS(wb::ValueError,
                     wb::attention_forward(wb::AttentionShape{0, 1, 2, 4}, p, p, p, p, p),
                     "B = 0: nothing to compute, and no buffer may be touched",
                     "wb::attention_forward", "[0, 1, 2, 4]");
-    WB_CHECK_THROWS(wb::ValueError,
-                    wb::attention_forward(wb::AttentionShape{1, 0, 2, 4}, p, p, p, p, p),
-                    "H = 0 is refused like every other empty axis", "wb::attention_forward",
-                    "[1, 0, 2, 4]");
-    WB_CHECK_THROWS(wb::ValueError,
-                    wb::attention_backward(wb::AttentionShape{1, 1, 2, 0}, p, p, p, p, p, p, p, p, p),
-                    "d = 0 would divide by sqrt(0) in the backward too", "wb::attention_backward",
-                    "[1, 1, 2, 0]");
+    WB_CHECK_THROWS(
+        wb::ValueError, wb::attention_forward(wb::AttentionShape{1, 0, 2, 4}, p, p, p, p, p),
+        "H = 0 is refused like every other empty axis", "wb::attention_forward", "[1, 0, 2, 4]");
+    WB_CHECK_THROWS(
+        wb::ValueError,
+        wb::attention_backward(wb::AttentionShape{1, 1, 2, 0}, p, p, p, p, p, p, p, p, p),
+        "d = 0 would divide by sqrt(0) in the backward too", "wb::attention_backward",
+        "[1, 1, 2, 0]");
 
     const Cf q = randn4(2, 2, 4, 3, 11);
     Lse lse;
@@ -440,10 +447,9 @@ TEST_CASE("attention_forward and attention_backward reject mismatched batch or h
 
     const Cf out = wb::attention_forward(q, q, q, lse);
     Cf dq, dk, dv;
-    WB_CHECK_THROWS(wb::ShapeError,
-                    wb::attention_backward(q, q, other_heads, out, lse, q, dq, dk, dv),
-                    "v must have q's shape in the backward", "wb::attention_backward",
-                    "[2, 1, 4, 3]");
+    WB_CHECK_THROWS(
+        wb::ShapeError, wb::attention_backward(q, q, other_heads, out, lse, q, dq, dk, dv),
+        "v must have q's shape in the backward", "wb::attention_backward", "[2, 1, 4, 3]");
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::attention_backward(q, q, q, other_batch, lse, q, dq, dk, dv),
                     "out must have q's shape", "wb::attention_backward", "[3, 2, 4, 3]");

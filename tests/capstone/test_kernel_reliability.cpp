@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/attention_kernel.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <limits>
@@ -12,8 +12,8 @@ namespace {
 
 const float kInf = std::numeric_limits<float>::infinity();
 
-wb::Cube<float> attend(const wb::Cube<float>& q, const wb::Cube<float>& k,
-                       const wb::Cube<float>& v, xt::xtensor<float, 3>& lse) {
+wb::Cube<float> attend(const wb::Cube<float>& q, const wb::Cube<float>& k, const wb::Cube<float>& v,
+                       xt::xtensor<float, 3>& lse) {
     return wb::attention_forward(q, k, v, lse);
 }
 

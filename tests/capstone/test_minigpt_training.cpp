@@ -59,9 +59,10 @@ Setup small_setup(std::size_t steps) {
 
 }  // namespace
 
-TEST_CASE("training the mini-GPT on the bundled corpus brings the held-out loss below 2.6 "
-          "in 200 steps",
-          "[capstone]") {
+TEST_CASE(
+    "training the mini-GPT on the bundled corpus brings the held-out loss below 2.6 "
+    "in 200 steps",
+    "[capstone]") {
     Setup s = small_setup(200);
     std::size_t calls = 0;
     const auto result =
@@ -87,8 +88,7 @@ TEST_CASE("training the mini-GPT on the bundled corpus brings the held-out loss 
 TEST_CASE("a trained mini-GPT generates the same text after a checkpoint round trip",
           "[capstone]") {
     Setup s = small_setup(20);
-    wb::minigpt::train(s.model.params, s.model.config, s.split.train, s.split.held_out,
-                       s.options);
+    wb::minigpt::train(s.model.params, s.model.config, s.split.train, s.split.held_out, s.options);
     s.model.step = 20;
     const wb::SamplingOptions sampling{0.8f, 10, 0.95f};
     // 80 characters from a 32-token model: generate_text works in pieces through the KV cache.

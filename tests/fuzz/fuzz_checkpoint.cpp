@@ -24,9 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ck = wb::load_checkpoint(input);
     } catch (const wb::FileError& e) {
         const std::string message = e.what();
-        wbfuzz::require(wbfuzz::names(message, "wb::load_checkpoint") &&
-                            wbfuzz::names(message, input),
-                        "a FileError names wb::load_checkpoint and the file, got: " + message);
+        wbfuzz::require(
+            wbfuzz::names(message, "wb::load_checkpoint") && wbfuzz::names(message, input),
+            "a FileError names wb::load_checkpoint and the file, got: " + message);
         return 0;
     }
 

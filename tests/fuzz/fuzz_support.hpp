@@ -33,7 +33,7 @@ inline void require(bool ok, const std::string& what) {
 /// A folder of this process's own under the system's temporary folder, removed at exit.
 /// One per process, so parallel fuzzing jobs never share a file.
 class ScratchDir {
-public:
+  public:
     explicit ScratchDir(const std::string& tag)
         : path_(std::filesystem::temp_directory_path() /
                 ("wb_fuzz_" + tag + "_" + std::to_string(::getpid()))) {
@@ -49,7 +49,7 @@ public:
     /// The path of file `name` inside the folder.
     std::string file(const std::string& name) const { return (path_ / name).string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

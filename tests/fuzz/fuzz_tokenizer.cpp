@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "capstone/minigpt/tokenizer.hpp"
-#include "workbook/core.hpp"
 #include "fuzz_support.hpp"
+#include "workbook/core.hpp"
 
 namespace {
 
@@ -113,8 +113,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             require(ids[i] >= 0 && static_cast<std::size_t>(ids[i]) < t.size(),
                     "every id is in [0, size())");
             // id = rank of the character among the sorted distinct code points
-            const auto rank = std::lower_bound(distinct.begin(), distinct.end(),
-                                               (*code_points)[i]) - distinct.begin();
+            const auto rank =
+                std::lower_bound(distinct.begin(), distinct.end(), (*code_points)[i]) -
+                distinct.begin();
             require(ids[i] == rank, "the id of a character is its rank in the sorted vocabulary");
         }
         require(t.decode(ids) == bytes, "decode(encode(text)) == text");

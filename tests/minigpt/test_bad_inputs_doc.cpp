@@ -100,8 +100,8 @@ TEST_CASE("docs/bad_inputs.md names only checks that exist, and every reproducer
     for (const auto& entry : fs::recursive_directory_iterator(root / "tests")) {
         if (entry.path().extension() != ".cpp") continue;
         const std::string text = read_text(entry.path());
-        const bool reliability = entry.path().stem().string().find("_reliability") !=
-                                 std::string::npos;
+        const bool reliability =
+            entry.path().stem().string().find("_reliability") != std::string::npos;
         for (const std::string& name : names_after(text, "TEST_CASE(")) {
             tests.insert(name);
             if (reliability) reproducers.insert(name);

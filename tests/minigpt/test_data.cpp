@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/data.hpp"
+#include "check.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -65,8 +65,9 @@ TEST_CASE("load_corpus reads the bundled Shakespeare", "[minigpt]") {
 TEST_CASE("load_corpus reads UTF-8 with Chinese characters as one token each", "[minigpt]") {
     TempDir dir;
     // 注意力 (3 characters, 9 bytes) twice, with a newline: 7 tokens, 4 distinct.
-    const std::string text = "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b\n\xe6\xb3\xa8\xe6\x84\x8f"
-                             "\xe5\x8a\x9b";
+    const std::string text =
+        "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b\n\xe6\xb3\xa8\xe6\x84\x8f"
+        "\xe5\x8a\x9b";
     const auto c = load_corpus(dir.write("zh.txt", text), 7);
     CHECK(c.ids.size() == 7);
     CHECK(c.tokenizer.size() == 4);

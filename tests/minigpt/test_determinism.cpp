@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/gpt_train.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -140,8 +140,8 @@ void check_close(const GptParams<float>& actual, const GptParams<float>& expecte
             }
         }
         INFO(what << ": tensor " << re[t].name << " (scale " << scale << "): largest difference "
-                  << worst << " at element " << at << ", expected " << re[t].data[at]
-                  << ", actual " << ra[t].data[at]
+                  << worst << " at element " << at << ", expected " << re[t].data[at] << ", actual "
+                  << ra[t].data[at]
                   << "; a parallel loop that loses or repeats a row's contribution, or a "
                      "per-thread buffer summed in a thread-dependent way, shows up here");
         CHECK(ok);
@@ -190,8 +190,8 @@ TEST_CASE("training on 1, 2 and 4 threads agrees within 1e-4 of each tensor's sc
         }
         check_close(many.grads, one.grads, std::to_string(threads) + " threads, last gradients");
         check_close(many.params, one.params,
-                    std::to_string(threads) + " threads, weights after " +
-                        std::to_string(kSteps) + " AdamW steps");
+                    std::to_string(threads) + " threads, weights after " + std::to_string(kSteps) +
+                        " AdamW steps");
     }
 }
 
@@ -201,8 +201,8 @@ TEST_CASE("generation is repeatable for a seed and equal on 1, 2 and 4 threads",
         const std::vector<std::int64_t> first = generate_tokens(1, greedy, 42);
         REQUIRE(first.size() == 15);
         for (int threads : {1, 2, 4}) {
-            INFO((greedy ? "greedy" : "sampled") << " generation on " << threads
-                                                 << " thread(s), seed 42, must repeat exactly");
+            INFO((greedy ? "greedy" : "sampled")
+                 << " generation on " << threads << " thread(s), seed 42, must repeat exactly");
             CHECK(generate_tokens(threads, greedy, 42) == first);
             CHECK(generate_tokens(threads, greedy, 42) == first);
         }

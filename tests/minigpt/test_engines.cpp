@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/train.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -86,10 +86,9 @@ TEST_CASE("the two engines' losses agree for the first steps of the same run", "
                          << " with the fast engine");
             CHECK(std::fabs(a - b) <= 1e-4 * std::fabs(a));
         }
-        INFO("held-out loss after step 1: " << chapters.first_eval_loss << " and "
-                                            << fast.first_eval_loss << "; after step 5: "
-                                            << chapters.final_eval_loss << " and "
-                                            << fast.final_eval_loss);
+        INFO("held-out loss after step 1: "
+             << chapters.first_eval_loss << " and " << fast.first_eval_loss
+             << "; after step 5: " << chapters.final_eval_loss << " and " << fast.final_eval_loss);
         CHECK(std::fabs(chapters.first_eval_loss - fast.first_eval_loss) <=
               1e-4 * chapters.first_eval_loss);
         CHECK(std::fabs(chapters.final_eval_loss - fast.final_eval_loss) <=

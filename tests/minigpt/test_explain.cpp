@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/explain.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -65,7 +65,9 @@ std::vector<double> json_numbers(const std::string& json, const std::string& key
 
 }  // namespace
 
-TEST_CASE("explain: attention weights are softmax(q k^T / sqrt(d)) of the model, masked after the query") {
+TEST_CASE(
+    "explain: attention weights are softmax(q k^T / sqrt(d)) of the model, masked after the "
+    "query") {
     const Model m = tiny_model();
     const std::string prompt = "abca\nd";
     const Explanation e = wb::minigpt::explain(m, prompt);
@@ -121,7 +123,8 @@ TEST_CASE("explain: attention weights are softmax(q k^T / sqrt(d)) of the model,
     CHECK(largest > 0.6);  // the test model's weights are not all uniform
 }
 
-TEST_CASE("explain: logits are chapter 8's, greedy is chapter 9's, and the JSON holds them exactly") {
+TEST_CASE(
+    "explain: logits are chapter 8's, greedy is chapter 9's, and the JSON holds them exactly") {
     const Model m = tiny_model();
     const Explanation e = wb::minigpt::explain(m, "dcba");
     const std::size_t T = 4, V = 5;
@@ -149,12 +152,12 @@ TEST_CASE("explain: logits are chapter 8's, greedy is chapter 9's, and the JSON 
     const std::vector<double> z = json_numbers(json, "logits");
     REQUIRE(z.size() == T * V);
     for (std::size_t i = 0; i < z.size(); ++i) CHECK(float(z[i]) == e.logits[i / V][i % V]);
-    CHECK(json.find("\"text\":\"\\u000a\"") == std::string::npos);  // no newline in "dcba"
+    CHECK(json.find("\"text\":\"\\u000a\"") == std::string::npos);    // no newline in "dcba"
     CHECK(json.find("\"vocab\":[\"\\u000a\"") != std::string::npos);  // escaped, id 0
 
     const std::string html = wb::minigpt::explanation_html(e);
     CHECK(html.find("Attention weights are not an explanation") != std::string::npos);
-    CHECK(html.find("src=") == std::string::npos);  // nothing to fetch: no script, image
+    CHECK(html.find("src=") == std::string::npos);   // nothing to fetch: no script, image
     CHECK(html.find("<link") == std::string::npos);  // or style sheet from elsewhere
 }
 

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/gpt_decode.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,8 +59,8 @@ TEST_CASE("GptDecoder's greedy tokens equal chapter 9's generate for several pro
             INFO("prompt of " << prompt_len << " tokens, " << n << " new");
             const auto expected =
                 wb::generate(params, c, prompt, n, wb::SamplingOptions{}, 1, true);
-            const auto fast = wb::minigpt::generate_fast(decoder, prompt, n,
-                                                         wb::SamplingOptions{}, 1, true);
+            const auto fast =
+                wb::minigpt::generate_fast(decoder, prompt, n, wb::SamplingOptions{}, 1, true);
             REQUIRE(fast.size() == expected.size());
             std::size_t first_difference = fast.size();
             for (std::size_t t = 0; t < fast.size(); ++t) {
@@ -89,7 +89,8 @@ TEST_CASE("GptDecoder's logits match chapter 9's decode_step at every position",
     for (std::size_t t = 3;; ++t) {
         INFO("position " << t - 1);
         double scale = 0, worst = 0;
-        for (std::size_t v = 0; v < c.V; ++v) scale = std::max(scale, double(std::fabs(expected(0, v))));
+        for (std::size_t v = 0; v < c.V; ++v)
+            scale = std::max(scale, double(std::fabs(expected(0, v))));
         for (std::size_t v = 0; v < c.V; ++v)
             worst = std::max(worst, double(std::fabs(logits[v] - expected(0, v))));
         INFO("largest difference " << worst << " of logits up to " << scale);
@@ -101,8 +102,10 @@ TEST_CASE("GptDecoder's logits match chapter 9's decode_step at every position",
     CHECK(decoder.length() == c.T_max);
 }
 
-TEST_CASE("GptDecoder equals chapter 8's gpt_logits at several prompt lengths, learned and "
-          "RoPE", "[minigpt]") {
+TEST_CASE(
+    "GptDecoder equals chapter 8's gpt_logits at several prompt lengths, learned and "
+    "RoPE",
+    "[minigpt]") {
     // The decoder's logits after a prefill of n tokens, then after each decode step, against
     // row t of chapter 8's full forward wb::gpt_logits on the same tokens: with RoPE, position
     // t's q and k must be turned by t's angles whether they come from the prefill or a step
@@ -119,8 +122,8 @@ TEST_CASE("GptDecoder equals chapter 8's gpt_logits at several prompt lengths, l
             std::copy(tokens.begin(), tokens.end(), all.begin());
             const wb::Mat<float> expected = wb::gpt_logits(params, c, all);  // [T_max, V]
             GptDecoder decoder(params, c);
-            for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{7}, c.T_max - 5,
-                                  c.T_max}) {
+            for (std::size_t n :
+                 {std::size_t{1}, std::size_t{2}, std::size_t{7}, c.T_max - 5, c.T_max}) {
                 INFO("prefill of " << n << " tokens");
                 const float* logits = decoder.prefill({tokens.begin(), tokens.begin() + n});
                 for (std::size_t t = n - 1;; ++t) {

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/gpt_train.hpp"
+#include "check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -33,8 +33,7 @@ using wb::minigpt::GptTrainer;
 using wbtest::random_model;
 
 // Random ids [B, T] in [0, V); with `ignored`, about one target in four is -1.
-wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed,
-                        bool ignored) {
+wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed, bool ignored) {
     std::mt19937 gen(seed);
     std::uniform_int_distribution<std::int64_t> id(0, static_cast<std::int64_t>(V) - 1);
     std::uniform_int_distribution<int> coin(0, 3);
@@ -68,9 +67,9 @@ void check_grads(const GptParams<float>& got, const GptParams<float>& want,
             fe.values.push_back(e[t].data[i]);
             scale = std::max(scale, std::fabs(static_cast<double>(e[t].data[i])));
         }
-        WB_REPORT(wbtest::compare(fa, fe, 2e-5 * scale, 2e-5,
-                                  where + ": gradient of " + a[t].name +
-                                      " differs from wb::gpt_backward's"));
+        WB_REPORT(wbtest::compare(
+            fa, fe, 2e-5 * scale, 2e-5,
+            where + ": gradient of " + a[t].name + " differs from wb::gpt_backward's"));
     }
 }
 
@@ -110,8 +109,8 @@ TEST_CASE("GptTrainer's loss and gradients equal chapter 8's gpt_forward and gpt
         {{7, 6, 5, 1, 2}, 2, 6, true}};
     unsigned seed = 1;
     for (const Case& k : cases) {
-        const std::string where = "config " + wb::config_str(k.config) + ", batch [B, T] = " +
-                                  wb::shape_str(wb::Shape{k.B, k.T});
+        const std::string where = "config " + wb::config_str(k.config) +
+                                  ", batch [B, T] = " + wb::shape_str(wb::Shape{k.B, k.T});
         const GptParams<float> params = random_model(k.config, seed);
         GptTrainer trainer(k.config, k.B, k.T);
         // Two different batches through one trainer: the buffers are reused, not stale.
@@ -135,13 +134,13 @@ TEST_CASE("GptTrainer with RoPE: its loss and gradients equal chapter 8's", "[gp
     };
     const wb::Positions rope = wb::Positions::rope;
     const std::vector<Case> cases = {
-        {{11, 8, 12, 3, 2, rope}, 2, 8, false}, {{11, 8, 12, 3, 2, rope}, 3, 5, true},
-        {{7, 6, 8, 4, 1, rope}, 1, 6, true},    {{9, 4, 8, 1, 2, rope}, 4, 1, false},
+        {{11, 8, 12, 3, 2, rope}, 2, 8, false},  {{11, 8, 12, 3, 2, rope}, 3, 5, true},
+        {{7, 6, 8, 4, 1, rope}, 1, 6, true},     {{9, 4, 8, 1, 2, rope}, 4, 1, false},
         {{13, 40, 24, 4, 2, rope}, 2, 40, true}, {{5, 32, 16, 2, 2, rope}, 3, 32, true}};
     unsigned seed = 50;
     for (const Case& k : cases) {
-        const std::string where = "config " + wb::config_str(k.config) + ", batch [B, T] = " +
-                                  wb::shape_str(wb::Shape{k.B, k.T});
+        const std::string where = "config " + wb::config_str(k.config) +
+                                  ", batch [B, T] = " + wb::shape_str(wb::Shape{k.B, k.T});
         const GptParams<float> params = random_model(k.config, seed);
         REQUIRE(params.wpe.shape(0) == 0);  // RoPE: no position table
         GptTrainer trainer(k.config, k.B, k.T);
@@ -153,8 +152,10 @@ TEST_CASE("GptTrainer with RoPE: its loss and gradients equal chapter 8's", "[gp
     }
 }
 
-TEST_CASE("GptTrainer with RoPE sees the order of the tokens, and learned positions are not "
-          "used", "[gpt_train]") {
+TEST_CASE(
+    "GptTrainer with RoPE sees the order of the tokens, and learned positions are not "
+    "used",
+    "[gpt_train]") {
     // Without positions, attention is blind to order: the last token's loss would not change
     // when the earlier tokens are permuted. With RoPE it does. And a RoPE model refuses a
     // position table: its wpe must be [0, D].
@@ -181,8 +182,7 @@ TEST_CASE("GptTrainer with RoPE sees the order of the tokens, and learned positi
                     "[6, 8]", "[0, 8]");
 }
 
-TEST_CASE("GptTrainer gives loss 0 and adds no gradient when every target is -1",
-          "[gpt_train]") {
+TEST_CASE("GptTrainer gives loss 0 and adds no gradient when every target is -1", "[gpt_train]") {
     const GptConfig c{11, 8, 12, 3, 2};
     const GptParams<float> params = random_model(c, 3);
     const wb::TokenIds in = random_ids(2, 8, c.V, 5, false);
@@ -255,17 +255,15 @@ TEST_CASE("GptTrainer rejects bad shapes, bad ids and a backward without forward
                     "wb::minigpt::GptTrainer", "inputs[1, 3]", "11");
     bad = tg;
     bad(0, 2) = -2;
-    WB_CHECK_THROWS(wb::ValueError, trainer.forward(params, in, bad),
-                    "targets are in [0, V) or -1", "wb::minigpt::GptTrainer", "targets[0, 2]",
-                    "-2");
+    WB_CHECK_THROWS(wb::ValueError, trainer.forward(params, in, bad), "targets are in [0, V) or -1",
+                    "wb::minigpt::GptTrainer", "targets[0, 2]", "-2");
     WB_CHECK_THROWS(wb::ValueError, trainer.backward(params, grads),
                     "a forward that threw leaves nothing to differentiate",
                     "wb::minigpt::GptTrainer");
     GptParams<float> wrong = params;
     wrong.blocks[1].w_fc = wb::Mat<float>::from_shape({12, 12});
-    WB_CHECK_THROWS(wb::ShapeError, trainer.forward(wrong, in, tg),
-                    "params must match the config", "wb::minigpt::GptTrainer", "blocks.1.w_fc",
-                    "[12, 12]", "[48, 12]");
+    WB_CHECK_THROWS(wb::ShapeError, trainer.forward(wrong, in, tg), "params must match the config",
+                    "wb::minigpt::GptTrainer", "blocks.1.w_fc", "[12, 12]", "[48, 12]");
     trainer.forward(params, in, tg);
     GptParams<float> wrong_grads = wb::zeros_like(params);
     wrong_grads.lm_head = wb::Mat<float>::from_shape({12, 11});
@@ -277,8 +275,8 @@ TEST_CASE("GptTrainer rejects bad shapes, bad ids and a backward without forward
                     "wb::minigpt::GptTrainer", "9", "T_max = 8");
     WB_CHECK_THROWS(wb::ShapeError, GptTrainer(c, 0, 8), "B and T are at least 1",
                     "wb::minigpt::GptTrainer", "[0, 8]");
-    WB_CHECK_THROWS(wb::ShapeError, GptTrainer(GptConfig{11, 8, 12, 5, 2}, 2, 8),
-                    "H must divide D", "wb::minigpt::GptTrainer", "H = 5");
+    WB_CHECK_THROWS(wb::ShapeError, GptTrainer(GptConfig{11, 8, 12, 5, 2}, 2, 8), "H must divide D",
+                    "wb::minigpt::GptTrainer", "H = 5");
     WB_CHECK_THROWS(wb::ShapeError,
                     GptTrainer(GptConfig{11, 8, 12, 4, 2, wb::Positions::rope}, 2, 8),
                     "RoPE turns pairs: the head width must be even", "wb::minigpt::GptTrainer",

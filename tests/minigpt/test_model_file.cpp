@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/model_file.hpp"
+#include "check.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -124,15 +124,14 @@ TEST_CASE("load_model reads the older two-file form and rejects a bad vocabulary
                     vocab, "not a vocabulary");
     std::ofstream(vocab, std::ios::binary) << Tokenizer::from_text("xyz").serialize();
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path),
-                    "3 characters cannot drive a model of V = 5", vocab, "3 characters",
-                    "V = 5");
+                    "3 characters cannot drive a model of V = 5", vocab, "3 characters", "V = 5");
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model((dir.path / "none.ckpt").string()),
                     "a missing checkpoint is a FileError", "none.ckpt");
 
     m.config.V = 6;  // the weights still have V = 5
     WB_CHECK_THROWS(ValueError, wb::minigpt::save_model(path, m),
-                    "the config and the vocabulary must agree", "wb::minigpt::save_model",
-                    "V = 6", "5");
+                    "the config and the vocabulary must agree", "wb::minigpt::save_model", "V = 6",
+                    "5");
 }
 
 TEST_CASE("generate_text continues a prompt with wb::generate and repeats for a seed",
@@ -142,8 +141,7 @@ TEST_CASE("generate_text continues a prompt with wb::generate and repeats for a 
     // It fits in T_max = 4: one call of wb::generate on the encoded prompt, decoded.
     const auto ids = wb::generate(m.params, m.config, m.tokenizer.encode("ab"), 2, opts, 9);
     CHECK(wb::minigpt::generate_text(m, "ab", 2, opts, 9, false) == m.tokenizer.decode(ids));
-    const auto gids =
-        wb::generate(m.params, m.config, m.tokenizer.encode("c"), 3, opts, 9, true);
+    const auto gids = wb::generate(m.params, m.config, m.tokenizer.encode("c"), 3, opts, 9, true);
     CHECK(wb::minigpt::generate_text(m, "c", 3, opts, 9, true) == m.tokenizer.decode(gids));
 
     // Longer than T_max: made in pieces, still the prompt plus 20 characters, and repeatable.
@@ -156,6 +154,5 @@ TEST_CASE("generate_text continues a prompt with wb::generate and repeats for a 
     CHECK(wb::minigpt::generate_text(m, "d", 0, opts, 4, false) == "d");
 
     WB_CHECK_THROWS(ValueError, wb::minigpt::generate_text(m, "abz", 5, opts, 1, false),
-                    "a prompt character outside the vocabulary is named", "'z'",
-                    "byte offset 2");
+                    "a prompt character outside the vocabulary is named", "'z'", "byte offset 2");
 }

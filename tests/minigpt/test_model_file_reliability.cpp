@@ -1,6 +1,6 @@
-#include "check.hpp"
 #include "capstone/minigpt/file_io.hpp"
 #include "capstone/minigpt/model_file.hpp"
+#include "check.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -88,8 +88,7 @@ std::size_t files_in(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("a save killed with kill -9 at any moment leaves a whole, correct model",
-          "[minigpt]") {
+TEST_CASE("a save killed with kill -9 at any moment leaves a whole, correct model", "[minigpt]") {
     TempDir dir("kill");
     const std::string path = (dir.path / "m.ckpt").string();
     // Two models of different alphabets and shapes: a vocabulary of one beside the weights of
@@ -182,7 +181,8 @@ TEST_CASE("a save that runs out of space leaves the previous model and says so",
     ::close(report[1]);
     std::string message;
     char buf[512];
-    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) message.append(buf, std::size_t(n));
+    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;)
+        message.append(buf, std::size_t(n));
     ::close(report[0]);
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);
@@ -190,7 +190,7 @@ TEST_CASE("a save that runs out of space leaves the previous model and says so",
     CHECK(message.find("wb::minigpt::save_model") != std::string::npos);
     CHECK(message.find("is unchanged") != std::string::npos);
     CHECK(same_model(wb::minigpt::load_model(path), a));  // what the message says is true
-    CHECK(files_in(dir.path) == 1);                        // no temporary file left
+    CHECK(files_in(dir.path) == 1);                       // no temporary file left
 }
 
 TEST_CASE("concurrent saves to one path never share a temporary file", "[minigpt]") {
@@ -245,12 +245,11 @@ TEST_CASE("save_model refuses a path that is not a regular file and leaves it as
     CHECK(fs::is_symlink(link));
 
     WB_CHECK_THROWS(FileError, wb::minigpt::save_model("/dev/null", a),
-                    "a device is never replaced by a file", "wb::minigpt::save_model",
-                    "/dev/null", "a character device");
+                    "a device is never replaced by a file", "wb::minigpt::save_model", "/dev/null",
+                    "a character device");
     const std::string missing_dir = (dir.path / "no" / "such" / "m.ckpt").string();
-    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(missing_dir, a),
-                    "a missing folder is named", "wb::minigpt::save_model", "cannot write",
-                    "is unchanged");
+    WB_CHECK_THROWS(FileError, wb::minigpt::save_model(missing_dir, a), "a missing folder is named",
+                    "wb::minigpt::save_model", "cannot write", "is unchanged");
 }
 
 TEST_CASE("load_model refuses special, damaged and inconsistent files before reading them",
@@ -263,8 +262,8 @@ TEST_CASE("load_model refuses special, damaged and inconsistent files before rea
     const std::string bad = (dir.path / "bad.ckpt").string();
 
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model("/dev/zero"),
-                    "a device is refused before it is read", "wb::minigpt::load_model",
-                    "/dev/zero", "a character device", "expected a regular file");
+                    "a device is refused before it is read", "wb::minigpt::load_model", "/dev/zero",
+                    "a character device", "expected a regular file");
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(dir.path.string()), "a folder is refused",
                     "wb::minigpt::load_model", "a directory");
     const std::string fifo = (dir.path / "fifo").string();
@@ -292,8 +291,7 @@ TEST_CASE("load_model refuses special, damaged and inconsistent files before rea
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a file one byte short",
                     "header announces");
     write_all(bad, good + "x");
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a byte too many",
-                    "header announces");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a byte too many", "header announces");
     std::string huge = good;
     for (int i = 0; i < 8; ++i) huge[20 + i] = '\xff';  // a checkpoint of 2^64 - 1 bytes
     write_all(bad, huge);

@@ -1,5 +1,5 @@
-#include "check.hpp"
 #include "capstone/minigpt/tokenizer.hpp"
+#include "check.hpp"
 
 #include <unistd.h>
 
@@ -104,12 +104,12 @@ TEST_CASE("Tokenizer gives each distinct character an id in code-point order", "
     CHECK(t.decode({}) == "");
 }
 
-TEST_CASE("Tokenizer makes one token per Chinese character and round-trips the text",
-          "[minigpt]") {
+TEST_CASE("Tokenizer makes one token per Chinese character and round-trips the text", "[minigpt]") {
     // 注意力就是一切: code points 6CE8 610F 529B 5C31 662F 4E00 5207; sorted, 一=0 切=1 力=2
     // 就=3 意=4 是=5 注=6 (Python: sorted(set(s)), [v.index(c) for c in s]).
-    const std::string text = "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b\xe5\xb0\xb1\xe6\x98\xaf"
-                             "\xe4\xb8\x80\xe5\x88\x87";
+    const std::string text =
+        "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b\xe5\xb0\xb1\xe6\x98\xaf"
+        "\xe4\xb8\x80\xe5\x88\x87";
     const Tokenizer t = Tokenizer::from_text(text);
     CHECK(t.size() == 7);
     CHECK(t.encode(text) == Ids{6, 4, 2, 3, 5, 0, 1});
@@ -121,16 +121,15 @@ TEST_CASE("Tokenizer makes one token per Chinese character and round-trips the t
     CHECK(m.encode(mixed).size() == 12);  // R O M E O : \n 注 意 space 😀 !
 }
 
-TEST_CASE("Tokenizer rejects unknown characters, bad ids, empty and invalid text",
-          "[minigpt]") {
+TEST_CASE("Tokenizer rejects unknown characters, bad ids, empty and invalid text", "[minigpt]") {
     const Tokenizer t = Tokenizer::from_text("abc");
     WB_CHECK_THROWS(ValueError, t.encode("abz"), "name the character and where it is",
                     "wb::minigpt::Tokenizer::encode", "'z'", "byte offset 2", "vocabulary");
     // 注 after two ASCII bytes starts at byte 2.
     WB_CHECK_THROWS(ValueError, t.encode("ab\xe6\xb3\xa8"), "offsets count bytes, not characters",
                     "U+6CE8", "byte offset 2");
-    WB_CHECK_THROWS(ValueError, t.encode("a\n"), "a control character is shown as U+XXXX",
-                    "U+000A", "byte offset 1");
+    WB_CHECK_THROWS(ValueError, t.encode("a\n"), "a control character is shown as U+XXXX", "U+000A",
+                    "byte offset 1");
     WB_CHECK_THROWS(ValueError, t.encode("a\xff"), "invalid UTF-8 is an error", "byte offset 1");
     WB_CHECK_THROWS(ValueError, t.decode({0, 3}), "ids are in [0, size())",
                     "wb::minigpt::Tokenizer::decode", "id 3", "position 1", "[0, 3)");
@@ -178,8 +177,8 @@ TEST_CASE("Tokenizer::deserialize rejects what is not a vocabulary", "[minigpt]"
     WB_CHECK_THROWS(ValueError, Tokenizer::deserialize("wb-minigpt-vocab 1 2\na\xc3"), hint, fn,
                     "truncated");
     WB_CHECK_THROWS(ValueError,
-                    Tokenizer::deserialize("wb-minigpt-vocab 1 99999999999999999999\na"), hint,
-                    fn, "bad count");
+                    Tokenizer::deserialize("wb-minigpt-vocab 1 99999999999999999999\na"), hint, fn,
+                    "bad count");
 }
 
 // ---- the BPE kind: chapter 2's byte-level BPE inside the program ------------------------------
@@ -207,7 +206,7 @@ TEST_CASE("Tokenizer::bpe_from_text is chapter 2's BPE and round-trips any UTF-8
     CHECK(t.encode(kMixed).size() < kMixed.size());  // merges shorten the text they learned on
     // Text the merges never saw still encodes, byte by byte where nothing applies.
     for (const std::string& text : {kMixed, std::string("\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b"),
-                                   std::string("\xf0\x9f\x98\x80 zebra"), std::string()}) {
+                                    std::string("\xf0\x9f\x98\x80 zebra"), std::string()}) {
         CHECK(t.decode(t.encode(text)) == text);
     }
     CHECK(t.encode("\xe6\xb3\xa8") == Ids{0xe6, 0xb3, 0xa8});  // 注: three byte tokens
@@ -220,12 +219,13 @@ TEST_CASE("Tokenizer::decode of BPE ids that cut a character shows U+FFFD", "[mi
     CHECK(t.decode({0xe7, 0x8c}) == "\xef\xbf\xbd\xef\xbf\xbd");
     CHECK(t.decode({0x61, 0xe7, 0x8c, 0xab}) == "a\xe7\x8c\xab");
     CHECK(wb::minigpt::utf8_repair("ok \xe7\x8c\xab") == "ok \xe7\x8c\xab");
-    CHECK(wb::minigpt::utf8_repair("a\xff" "b\xed\xa0\x80") ==
-          "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    CHECK(wb::minigpt::utf8_repair("a\xff"
+                                   "b\xed\xa0\x80") ==
+          "a\xef\xbf\xbd"
+          "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
 }
 
-TEST_CASE("Tokenizer serializes a BPE vocabulary and still reads the character form",
-          "[minigpt]") {
+TEST_CASE("Tokenizer serializes a BPE vocabulary and still reads the character form", "[minigpt]") {
     const Tokenizer t = Tokenizer::bpe_from_text(kMixed, 300);
     const std::string data = t.serialize();
     CHECK(data == "wb-minigpt-bpe 1\n" + wb::bpe_serialize(t.merges()));
@@ -313,8 +313,7 @@ TEST_CASE("a model with a BPE vocabulary is one file: saved, loaded, and generat
     CHECK_NOTHROW(utf8_decode(text));
 }
 
-TEST_CASE("load_model rejects a damaged BPE vocabulary even behind a valid checksum",
-          "[minigpt]") {
+TEST_CASE("load_model rejects a damaged BPE vocabulary even behind a valid checksum", "[minigpt]") {
     BpeTempDir dir;
     const std::string path = (dir.path / "bpe.ckpt").string();
     wb::minigpt::save_model(path, tiny_bpe_model());
@@ -325,14 +324,13 @@ TEST_CASE("load_model rejects a damaged BPE vocabulary even behind a valid check
     REQUIRE(at != std::string::npos);
     const std::size_t line = bytes.find('\n', at) + 1;
     bytes[line] = '9';
-    const std::uint64_t hash = wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()),
-                                           bytes.size() - 8);
+    const std::uint64_t hash =
+        wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 8);
     for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<char>(hash >> (8 * i));
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(path),
                     "the vocabulary part is checked like the checkpoint part",
-                    "wb::minigpt::load_model", "not a vocabulary", "wb::bpe_deserialize",
-                    "line 2");
+                    "wb::minigpt::load_model", "not a vocabulary", "wb::bpe_deserialize", "line 2");
 }
 
 TEST_CASE("load_corpus with a BPE choice learns V = 512 on the bundled corpus", "[minigpt]") {

@@ -1,6 +1,6 @@
-#include "check.hpp"
 #include "capstone/minigpt/progress.hpp"
 #include "capstone/minigpt/train.hpp"
+#include "check.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -42,8 +42,8 @@ wb::GptParams<float> tiny_zeros() {
     g.wte = wb::Mat<float>({2, 1}, 0.0f);
     g.wpe = wb::Mat<float>({1, 1}, 0.0f);
     wb::GptBlock<float> b;
-    for (auto* v : {&b.ln1_g, &b.ln1_b, &b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln2_g, &b.ln2_b,
-                    &b.b_proj}) {
+    for (auto* v :
+         {&b.ln1_g, &b.ln1_b, &b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln2_g, &b.ln2_b, &b.b_proj}) {
         *v = wb::Vec<float>({1}, 0.0f);
     }
     b.b_fc = wb::Vec<float>({4}, 0.0f);
@@ -59,8 +59,7 @@ wb::GptParams<float> tiny_zeros() {
 
 }  // namespace
 
-TEST_CASE("learning_rate warms up linearly, then follows a cosine down to min_lr",
-          "[minigpt]") {
+TEST_CASE("learning_rate warms up linearly, then follows a cosine down to min_lr", "[minigpt]") {
     const TrainOptions o = schedule(110, 10, 1e-3f, 1e-4f);
     // Python 3: warm-up steps 0, 4, 9 → 1e-4, 5e-4, 1e-3; then p = (s − 10) / 100:
     // s = 10 → 1e-3, s = 35 → 0.0008681980515339464, s = 60 → 0.00055,
@@ -90,11 +89,11 @@ TEST_CASE("validate names the option that is out of range", "[minigpt]") {
     const char* hint = "each option is checked before training starts";
     WB_CHECK_THROWS(ValueError, wb::minigpt::validate(bad([](TrainOptions& x) { x.steps = 0; })),
                     hint, "steps = 0", ">= 1");
-    WB_CHECK_THROWS(ValueError, wb::minigpt::validate(bad([](TrainOptions& x) { x.lr = 0; })),
-                    hint, "lr = 0");
+    WB_CHECK_THROWS(ValueError, wb::minigpt::validate(bad([](TrainOptions& x) { x.lr = 0; })), hint,
+                    "lr = 0");
     WB_CHECK_THROWS(ValueError,
-                    wb::minigpt::validate(bad([](TrainOptions& x) { x.lr = std::nanf(""); })),
-                    hint, "lr = nan");
+                    wb::minigpt::validate(bad([](TrainOptions& x) { x.lr = std::nanf(""); })), hint,
+                    "lr = nan");
     WB_CHECK_THROWS(ValueError,
                     wb::minigpt::validate(bad([](TrainOptions& x) { x.min_lr = 1.0f; })), hint,
                     "min_lr = 1");
@@ -111,7 +110,7 @@ TEST_CASE("validate names the option that is out of range", "[minigpt]") {
 
 TEST_CASE("clip_grad_norm scales the whole gradient to the global norm", "[minigpt]") {
     wb::GptParams<float> g = tiny_zeros();
-    g.wte(0, 0) = 3.0f;      // two tensors apart: the norm is global, sqrt(3² + 4²) = 5
+    g.wte(0, 0) = 3.0f;  // two tensors apart: the norm is global, sqrt(3² + 4²) = 5
     g.lm_head(1, 0) = 4.0f;
     CHECK(wb::minigpt::clip_grad_norm(g, 10.0f) == Approx(5.0));
     CHECK(g.wte(0, 0) == 3.0f);  // below the limit: untouched

@@ -52,8 +52,8 @@ std::optional<std::string> compare(const Flat& actual, const Flat& expected, dou
     std::ostringstream out;
     out << std::setprecision(7);
     out << "values differ in " << mismatches << " of " << actual.values.size()
-        << " elements (shape " << wb::shape_str(actual.shape) << ", tolerance " << atol
-        << " + " << rtol << "*|expected|)\n"
+        << " elements (shape " << wb::shape_str(actual.shape) << ", tolerance " << atol << " + "
+        << rtol << "*|expected|)\n"
         << "  first mismatch at " << index_str(actual.shape, first) << ": expected "
         << expected.values[first] << ", actual " << actual.values[first] << "\n"
         << "  max |actual - expected| = " << worst_diff << " at " << index_str(actual.shape, worst)

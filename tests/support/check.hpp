@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
+#include "catch.hpp"
 
 #include "workbook/core.hpp"
 
@@ -95,15 +95,16 @@ wb::Shape shape_of(const E& e) {
     WB_REPORT(::wbtest::compare_shape(::wbtest::shape_of(actual), expected_shape, hint))
 
 #define WB_CHECK_CLOSE(actual, expected, tol, hint) \
-    WB_REPORT(::wbtest::compare(::wbtest::flatten(actual), ::wbtest::flatten(expected), tol, tol, hint))
+    WB_REPORT(                                      \
+        ::wbtest::compare(::wbtest::flatten(actual), ::wbtest::flatten(expected), tol, tol, hint))
 
 // Runs `expr`; it must throw `type` whose message names every string listed after `hint`.
-#define WB_CHECK_THROWS(type, expr, hint, ...)                                                    \
-    do {                                                                                          \
-        try {                                                                                     \
-            (void)(expr);                                                                         \
+#define WB_CHECK_THROWS(type, expr, hint, ...)                                                     \
+    do {                                                                                           \
+        try {                                                                                      \
+            (void)(expr);                                                                          \
             FAIL("expected " #type " from `" #expr "`, but nothing was thrown\nhint: " << (hint)); \
-        } catch (const type& wb_error_) {                                                         \
-            WB_REPORT(::wbtest::message_names(wb_error_.what(), {__VA_ARGS__}, hint));            \
-        }                                                                                         \
+        } catch (const type& wb_error_) {                                                          \
+            WB_REPORT(::wbtest::message_names(wb_error_.what(), {__VA_ARGS__}, hint));             \
+        }                                                                                          \
     } while (false)

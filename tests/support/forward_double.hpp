@@ -115,7 +115,8 @@ wb::Cube<T> rope_forward(const wb::Cube<T>& x, std::int64_t offset, T base) {
                     const double angle =
                         static_cast<double>(offset + static_cast<std::int64_t>(t)) *
                         std::pow(static_cast<double>(base), -2.0 * double(i) / double(d));
-                    const T c = static_cast<T>(std::cos(angle)), s = static_cast<T>(std::sin(angle));
+                    const T c = static_cast<T>(std::cos(angle)),
+                            s = static_cast<T>(std::sin(angle));
                     const T x0 = x(b, h, t, 2 * i), x1 = x(b, h, t, 2 * i + 1);
                     y(b, h, t, 2 * i) = x0 * c - x1 * s;
                     y(b, h, t, 2 * i + 1) = x0 * s + x1 * c;
@@ -153,8 +154,8 @@ T gpt_loss(const wb::GptParams<T>& p, const wb::GptConfig& c, const wb::TokenIds
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < seq; ++t)
             for (std::size_t j = 0; j < D; ++j)
-                x(b * seq + t, j) = p.wte(static_cast<std::size_t>(inputs(b, t)), j) +
-                                    (rope ? T(0) : p.wpe(t, j));
+                x(b * seq + t, j) =
+                    p.wte(static_cast<std::size_t>(inputs(b, t)), j) + (rope ? T(0) : p.wpe(t, j));
     // [N, D] <-> [B, H, T, d]: column h·d + i of row b·T + t is head h's feature i.
     const auto split = [&](const wb::Mat<T>& m) {
         wb::Cube<T> out = wb::Cube<T>::from_shape({B, H, seq, d});
@@ -184,7 +185,8 @@ T gpt_loss(const wb::GptParams<T>& p, const wb::GptConfig& c, const wb::TokenIds
         wb::Cube<T> weights;
         x = x + linear_forward(merge(causal_attention_forward(q, k, v, weights)), w.w_o, w.b_o);
         const wb::Mat<T> h2 = layer_norm_forward(x, w.ln2_g, w.ln2_b, eps);
-        x = x + linear_forward(gelu_forward(linear_forward(h2, w.w_fc, w.b_fc)), w.w_proj, w.b_proj);
+        x = x +
+            linear_forward(gelu_forward(linear_forward(h2, w.w_fc, w.b_fc)), w.w_proj, w.b_proj);
     }
     const wb::Mat<T> logits =
         linear_forward(layer_norm_forward(x, p.ln_f_g, p.ln_f_b, eps), p.lm_head, none);

@@ -10,7 +10,8 @@
 
 namespace wbtest {
 
-Golden::Golden(const std::string& relative_path) : path_(std::string(WB_GOLDEN_DIR) + "/" + relative_path) {
+Golden::Golden(const std::string& relative_path)
+    : path_(std::string(WB_GOLDEN_DIR) + "/" + relative_path) {
     std::ifstream in(path_);
     if (!in) throw std::runtime_error("golden file " + path_ + " cannot be read");
     std::string line;
@@ -36,7 +37,8 @@ Golden::Golden(const std::string& relative_path) : path_(std::string(WB_GOLDEN_D
         std::size_t rank = 0;
         head >> word >> name >> rank;
         if (word != "tensor" || name.empty()) {
-            throw std::runtime_error(path_ + ":" + std::to_string(number) + ": expected 'tensor NAME RANK DIMS...'");
+            throw std::runtime_error(path_ + ":" + std::to_string(number) +
+                                     ": expected 'tensor NAME RANK DIMS...'");
         }
         Entry e;
         std::size_t count = 1;
@@ -53,8 +55,9 @@ Golden::Golden(const std::string& relative_path) : path_(std::string(WB_GOLDEN_D
         double v = 0.0;
         while (body >> v) e.values.push_back(static_cast<float>(v));
         if (e.values.size() != count) {
-            throw std::runtime_error(path_ + ":" + std::to_string(number) + ": tensor " + name + " of shape " +
-                                     wb::shape_str(e.shape) + " needs " + std::to_string(count) + " values, found " +
+            throw std::runtime_error(path_ + ":" + std::to_string(number) + ": tensor " + name +
+                                     " of shape " + wb::shape_str(e.shape) + " needs " +
+                                     std::to_string(count) + " values, found " +
                                      std::to_string(e.values.size()));
         }
         entries_[name] = std::move(e);
@@ -65,8 +68,9 @@ const Golden::Entry& Golden::find(const std::string& name, std::size_t rank) con
     auto it = entries_.find(name);
     if (it == entries_.end()) throw std::runtime_error(path_ + ": no tensor named " + name);
     if (it->second.shape.size() != rank) {
-        throw std::runtime_error(path_ + ": tensor " + name + " has shape " + wb::shape_str(it->second.shape) +
-                                 ", not rank " + std::to_string(rank));
+        throw std::runtime_error(path_ + ": tensor " + name + " has shape " +
+                                 wb::shape_str(it->second.shape) + ", not rank " +
+                                 std::to_string(rank));
     }
     return it->second;
 }

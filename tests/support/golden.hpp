@@ -18,7 +18,7 @@ namespace wbtest {
 
 /// One golden file: named tensors plus the header's metadata (framework, dtype, seed).
 class Golden {
-public:
+  public:
     /// Reads tests/goldens/<relative_path>; throws std::runtime_error naming the file if it
     /// is missing or malformed.
     explicit Golden(const std::string& relative_path);
@@ -42,7 +42,7 @@ public:
 
     const std::string& path() const { return path_; }
 
-private:
+  private:
     struct Entry {
         wb::Shape shape;
         std::vector<float> values;

@@ -17,8 +17,7 @@ namespace wb::minigpt {
 
 std::string bundled_corpus_path() { return WB_MINIGPT_CORPUS; }
 
-Corpus load_corpus(const std::string& path, std::size_t min_tokens,
-                   const TokenizerChoice& choice) {
+Corpus load_corpus(const std::string& path, std::size_t min_tokens, const TokenizerChoice& choice) {
     const std::string fn = "wb::minigpt::load_corpus";
     Corpus c;
     c.path = path;
@@ -84,8 +83,8 @@ Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction,
         throw ValueError(fn + ": train_fraction = " + std::to_string(train_fraction) +
                          ", expected a value in (0, 1)");
     }
-    const auto cut = static_cast<std::size_t>(
-        std::floor(train_fraction * static_cast<double>(ids.size())));
+    const auto cut =
+        static_cast<std::size_t>(std::floor(train_fraction * static_cast<double>(ids.size())));
     const std::size_t held = ids.size() - cut;
     if (cut < window || held < window) {
         throw ValueError(fn + ": " + std::to_string(ids.size()) + " tokens split into " +
@@ -104,13 +103,12 @@ BatchLoader::BatchLoader(const std::vector<std::int64_t>& tokens, std::size_t ba
     : tokens_(&tokens), batch_(batch), context_(context), rng_(seed) {
     const std::string fn = "wb::minigpt::BatchLoader";
     if (batch == 0 || context == 0) {
-        throw ValueError(fn + ": batch = " + std::to_string(batch) + ", context = " +
-                         std::to_string(context) + ", expected both >= 1");
+        throw ValueError(fn + ": batch = " + std::to_string(batch) +
+                         ", context = " + std::to_string(context) + ", expected both >= 1");
     }
     if (tokens.size() < context + 1) {
         throw ValueError(fn + ": " + std::to_string(tokens.size()) +
-                         " tokens, expected at least context + 1 = " +
-                         std::to_string(context + 1));
+                         " tokens, expected at least context + 1 = " + std::to_string(context + 1));
     }
 }
 

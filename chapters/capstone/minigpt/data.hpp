@@ -85,8 +85,7 @@ struct Split {
 /// @return the two parts
 /// @throws ValueError if train_fraction is outside (0, 1) or a part is shorter than window
 ///         (the message names both sizes)
-Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction,
-                   std::size_t window);
+Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction, std::size_t window);
 
 /// Draws batches of random windows from a token sequence, reproducibly.
 /// ```
@@ -95,7 +94,7 @@ Split split_tokens(const std::vector<std::int64_t>& ids, double train_fraction,
 ///   inputs, targets = shift_for_next_token(window)   both [B, T]
 /// ```
 class BatchLoader {
-public:
+  public:
     /// A loader over `tokens` (kept by reference: they must outlive the loader).
     /// @param tokens the ids to draw from, at least T + 1 of them
     /// @param batch B, the windows per batch, >= 1
@@ -113,7 +112,7 @@ public:
     /// @return inputs and targets, both `[B, T]`
     NextToken next();
 
-private:
+  private:
     const std::vector<std::int64_t>* tokens_;
     std::size_t batch_, context_;
     std::mt19937_64 rng_;

@@ -296,7 +296,8 @@ Explanation explain(const Model& model, const std::string& prompt) {
     e.step = model.step;
     e.config = config;
     e.ids = ids;
-    for (std::size_t v = 0; v < V; ++v) e.vocab.push_back(model.tokenizer.decode({std::int64_t(v)}));
+    for (std::size_t v = 0; v < V; ++v)
+        e.vocab.push_back(model.tokenizer.decode({std::int64_t(v)}));
 
     // Chapter 8's forward on one sequence; no target is scored (all equal the ignore index).
     TokenIds inputs = TokenIds::from_shape({1, T});
@@ -331,15 +332,15 @@ std::string explanation_json(const Explanation& e) {
     const std::size_t T = e.ids.size();
     std::string out = "{\"prompt\":" + quoted(e.prompt) + ",\"step\":" + std::to_string(e.step);
     out += ",\"config\":{\"V\":" + std::to_string(e.config.V) +
-           ",\"T_max\":" + std::to_string(e.config.T_max) + ",\"D\":" +
-           std::to_string(e.config.D) + ",\"H\":" + std::to_string(e.config.H) +
-           ",\"L\":" + std::to_string(e.config.L) + ",\"positions\":\"" +
-           positions_name(e.config.positions) + "\"}";
+           ",\"T_max\":" + std::to_string(e.config.T_max) + ",\"D\":" + std::to_string(e.config.D) +
+           ",\"H\":" + std::to_string(e.config.H) + ",\"L\":" + std::to_string(e.config.L) +
+           ",\"positions\":\"" + positions_name(e.config.positions) + "\"}";
     out += ",\n\"vocab\":" + array(e.vocab, quoted);
     out += ",\n\"tokens\":[";
     for (std::size_t t = 0; t < T; ++t) {
         if (t > 0) out += ',';
-        out += "{\"id\":" + std::to_string(e.ids[t]) + ",\"text\":" + quoted(e.vocab[std::size_t(e.ids[t])]) + "}";
+        out += "{\"id\":" + std::to_string(e.ids[t]) +
+               ",\"text\":" + quoted(e.vocab[std::size_t(e.ids[t])]) + "}";
     }
     out += "],\n\"attention\":[";
     for (std::size_t l = 0; l < e.attention.size(); ++l) {
@@ -371,7 +372,8 @@ std::string explanation_html(const Explanation& e) {
 }
 
 std::string write_explanation(const std::string& html_path, const Explanation& e) {
-    const std::string json_path = std::filesystem::path(html_path).replace_extension(".json").string();
+    const std::string json_path =
+        std::filesystem::path(html_path).replace_extension(".json").string();
     write_file_atomic("wb::minigpt::write_explanation", html_path, explanation_html(e));
     write_file_atomic("wb::minigpt::write_explanation", json_path, explanation_json(e));
     return json_path;

@@ -34,11 +34,11 @@ namespace wb::minigpt {
 
 /// What the page shows, for one prompt of T tokens.
 struct Explanation {
-    std::string prompt;                ///< the text read (the last T_max characters of --prompt)
-    std::int64_t step = 0;             ///< training steps behind the weights
-    GptConfig config{};                ///< the model's shape
-    std::vector<std::string> vocab;    ///< `[V]` the text of each id
-    std::vector<std::int64_t> ids;     ///< `[T]` the prompt's token ids
+    std::string prompt;              ///< the text read (the last T_max characters of --prompt)
+    std::int64_t step = 0;           ///< training steps behind the weights
+    GptConfig config{};              ///< the model's shape
+    std::vector<std::string> vocab;  ///< `[V]` the text of each id
+    std::vector<std::int64_t> ids;   ///< `[T]` the prompt's token ids
     /// `[L][H][T·T]` attention weights, row-major: `attention[l][h][q·T + k]` is how much query
     /// position q reads key position k; 0 for k > q (the causal mask)
     std::vector<std::vector<std::vector<float>>> attention;

@@ -182,8 +182,8 @@ void write_file_atomic(const std::string& function, const std::string& path,
     try {
         write_all(function, tmp, f.fd, data);
         if (::fsync(f.fd) != 0) {
-            throw FileError(function + ": cannot flush " + tmp + " to the disk (" +
-                            reason(errno) + ")");
+            throw FileError(function + ": cannot flush " + tmp + " to the disk (" + reason(errno) +
+                            ")");
         }
         const int fd = f.fd;
         f.fd = -1;

@@ -36,9 +36,9 @@
 #include <utility>
 
 #include "8-training/layers.hpp"
+#include "capstone/minigpt/rope_tables.hpp"
 #include "workbook/core.hpp"
 #include "workbook/fast_exp.hpp"
-#include "capstone/minigpt/rope_tables.hpp"
 
 // -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
 // SIMD selects (nothing here reads the floating-point exception flags).
@@ -101,7 +101,8 @@ struct Panels {
     Buffer w;
     // Where panel p's weight of input i starts, and the distance from one input to the next.
     std::size_t at(std::size_t p, std::size_t i) const {
-        if (p < groups * kGroup) return (p / kGroup * in + i) * kGroup * kLanes + p % kGroup * kLanes;
+        if (p < groups * kGroup)
+            return (p / kGroup * in + i) * kGroup * kLanes + p % kGroup * kLanes;
         return groups * kGroup * in * kLanes + ((p - groups * kGroup) * in + i) * kLanes;
     }
     // A thread's panels: an even share of `count`, its ends moved onto group boundaries inside
@@ -473,8 +474,8 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     for (const GptBlock<float>& b : p.blocks) {
         for (const Mat<float>* w : {&b.w_q, &b.w_k, &b.w_v, &b.w_o})
             require_shape(kName, "blocks[l] attention weight [D, D]", *w, {D, D});
-        for (const Vec<float>* v : {&b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln1_g, &b.ln1_b, &b.ln2_g,
-                                    &b.ln2_b, &b.b_proj})
+        for (const Vec<float>* v :
+             {&b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln1_g, &b.ln1_b, &b.ln2_g, &b.ln2_b, &b.b_proj})
             require_shape(kName, "blocks[l] vector [D]", *v, {D});
         require_shape(kName, "blocks[l].w_fc [4D, D]", b.w_fc, {F, D});
         require_shape(kName, "blocks[l].b_fc [4D]", b.b_fc, {F});
@@ -558,8 +559,8 @@ const float* GptDecoder::prefill(const std::vector<std::int64_t>& prompt) {
     const std::string fn = std::string(kName) + "::prefill";
     if (prompt.empty()) throw ShapeError(fn + ": the prompt is empty, expected at least one token");
     if (prompt.size() > m.c.T_max) {
-        throw ValueError(fn + ": prompt of " + num(prompt.size()) + " tokens exceeds T_max = " +
-                         num(m.c.T_max));
+        throw ValueError(fn + ": prompt of " + num(prompt.size()) +
+                         " tokens exceeds T_max = " + num(m.c.T_max));
     }
     for (std::size_t t = 0; t < prompt.size(); ++t) {
         if (prompt[t] < 0 || static_cast<std::size_t>(prompt[t]) >= m.V) {

@@ -50,7 +50,7 @@ namespace wb::minigpt {
 ///   logits = decoder.step(next_token);                // [V], one token at a time
 /// ```
 class GptDecoder {
-public:
+  public:
     /// Packs the weights of `params` and allocates the cache for `config.T_max` positions. The
     /// decoder keeps no reference to params: later changes to them are not seen.
     /// @throws ShapeError if the config is invalid or params does not match it
@@ -81,7 +81,7 @@ public:
     /// The model shape this decoder was made for.
     const GptConfig& config() const;
 
-private:
+  private:
     struct Impl;  // the packed weights, the cache and every buffer (gpt_decode.cpp)
     std::unique_ptr<Impl> impl_;
 };

@@ -62,9 +62,8 @@ std::string num(std::size_t n) { return std::to_string(n); }
 // changes about 1 element in 10 in its last bit), so the cut depends on the shapes only, never
 // on the thread count: the same bits for 1, 2 or 16 threads. The bands cost 0-5 % against
 // one call (~95 GFLOP/s on one core here with OpenBLAS's AVX2 kernels).
-void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t K,
-          const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-          std::size_t ldc) {
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t K, const float* A,
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
     const std::size_t rows = M >= 1024 ? 256 : (M >= 256 ? 128 : 64);
     const std::size_t bands = (M + rows - 1) / rows;
 #pragma omp parallel for schedule(static) if (bands > 1)
@@ -113,10 +112,9 @@ void linear_back(const float* dy, std::size_t ldy, const float* x, const float* 
 // erf(x) by the rational approximation XLA and Eigen use: odd polynomial over even
 // polynomial on [-4, 4] (beyond, erf is ±1 in float), within 4e-7 of the true value. Plain
 // arithmetic, unlike std::erf (7 % of a step, one value per call), so it runs 8 lanes wide.
-constexpr float kErfNum[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f,
-                              -2.10102402082508e-06f, -5.69250639462346e-05f,
-                              -7.34990630326855e-04f, -2.95459980854025e-03f,
-                              -1.60960333262415e-02f};
+constexpr float kErfNum[7] = {
+    -2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f, -5.69250639462346e-05f,
+    -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
 constexpr float kErfDen[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f,
                               -1.68282697438203e-03f, -7.37332916720468e-03f,
                               -1.42647390514189e-02f};
@@ -126,7 +124,7 @@ constexpr float kErfDen[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f,
 constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5·2²³
-constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;     // ln2 = hi + lo
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;      // ln2 = hi + lo
 constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
 
 // GELU of one value u and its derivative: y = u Φ(u), grad = Φ(u) + u φ(u).
@@ -170,7 +168,7 @@ void gelu_row_default(float* y, float* grad, const float* b, std::size_t F) {
 // The same, 8 values at a time with AVX2 + FMA. Written with intrinsics because GCC does not
 // vectorise the clamps (float comparisons) under the default -ftrapping-math.
 __attribute__((target("avx2,fma"))) void gelu_row_avx2(float* y, float* grad, const float* b,
-                                                        std::size_t F) {
+                                                       std::size_t F) {
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     std::size_t j = 0;
     for (; j + 8 <= F; j += 8) {
@@ -195,8 +193,9 @@ __attribute__((target("avx2,fma"))) void gelu_row_avx2(float* y, float* grad, co
         for (int i = 1; i < 6; ++i) e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(kExpPoly[i]));
         e = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(e, r), r, r), one);
         const __m256i pow2 = _mm256_slli_epi32(
-            _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000)),
-                             _mm256_set1_epi32(127)),
+            _mm256_add_epi32(
+                _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000)),
+                _mm256_set1_epi32(127)),
             23);
         const __m256 pdf =
             _mm256_mul_ps(_mm256_mul_ps(e, _mm256_castsi256_ps(pow2)), _mm256_set1_ps(kInvSqrt2Pi));
@@ -300,28 +299,28 @@ struct GptTrainer::Impl {
     // made once (rope_tables.hpp). Empty with learned positions.
     RopeTables rope;
 
-    std::vector<int> inputs;    // [N] ids of the last forward
-    std::vector<int> targets;   // [N] targets, -1 = ignored
+    std::vector<int> inputs;   // [N] ids of the last forward
+    std::vector<int> targets;  // [N] targets, -1 = ignored
     // Activations, per block l (index l·N·D etc.), kept for the backward.
-    std::vector<float> resid;     // [L + 1, N, D] stream entering block l; [L] leaves the last
-    std::vector<float> x_mid;     // [L, N, D] stream after the attention half
-    std::vector<float> ln1;       // [L, N, D]
-    std::vector<float> ln1_mean;  // [L, N]
-    std::vector<float> ln1_rstd;  // [L, N]
-    std::vector<float> qkv;       // [L, 3, B, H, T, d] q, k, v in head layout
-    std::vector<float> att;       // [L, B, H, T, d] attention output in head layout
-    std::vector<float> lse;       // [L, B, H, T] log-sum-exp of each attention row
-    std::vector<float> att_cat;   // [L, N, D] heads merged (input of w_o)
-    std::vector<float> ln2;       // [L, N, D]
-    std::vector<float> ln2_mean;  // [L, N]
-    std::vector<float> ln2_rstd;  // [L, N]
-    std::vector<float> fc_gelu;   // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
-    std::vector<float> gelu_grad; // [L, N, F] GELU' at the same point, for the backward
-    std::vector<float> ln_f;      // [N, D]
-    std::vector<float> ln_f_mean; // [N]
-    std::vector<float> ln_f_rstd; // [N]
-    std::vector<float> probs;     // [N, V] softmax of the logits
-    std::vector<float> row_loss;  // [N] loss of each row (0 where ignored)
+    std::vector<float> resid;      // [L + 1, N, D] stream entering block l; [L] leaves the last
+    std::vector<float> x_mid;      // [L, N, D] stream after the attention half
+    std::vector<float> ln1;        // [L, N, D]
+    std::vector<float> ln1_mean;   // [L, N]
+    std::vector<float> ln1_rstd;   // [L, N]
+    std::vector<float> qkv;        // [L, 3, B, H, T, d] q, k, v in head layout
+    std::vector<float> att;        // [L, B, H, T, d] attention output in head layout
+    std::vector<float> lse;        // [L, B, H, T] log-sum-exp of each attention row
+    std::vector<float> att_cat;    // [L, N, D] heads merged (input of w_o)
+    std::vector<float> ln2;        // [L, N, D]
+    std::vector<float> ln2_mean;   // [L, N]
+    std::vector<float> ln2_rstd;   // [L, N]
+    std::vector<float> fc_gelu;    // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
+    std::vector<float> gelu_grad;  // [L, N, F] GELU' at the same point, for the backward
+    std::vector<float> ln_f;       // [N, D]
+    std::vector<float> ln_f_mean;  // [N]
+    std::vector<float> ln_f_rstd;  // [N]
+    std::vector<float> probs;      // [N, V] softmax of the logits
+    std::vector<float> row_loss;   // [N] loss of each row (0 where ignored)
     // Scratch of the forward and the backward.
     std::vector<float> proj;      // [N, 3D] output of the q|k|v projections, before the split
     std::vector<float> dlogits;   // [N, V]
@@ -442,13 +441,14 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     for (std::size_t n = 0; n < N; ++n) {
         const std::int64_t id = inputs.data()[n], target = targets.data()[n];
         if (id < 0 || static_cast<std::size_t>(id) >= V) {
-            throw ValueError(std::string(fn) + ": inputs[" + num(n / T) + ", " + num(n % T) + "] = " +
-                             std::to_string(id) + " is outside [0, V) = [0, " + num(V) + ")");
+            throw ValueError(std::string(fn) + ": inputs[" + num(n / T) + ", " + num(n % T) +
+                             "] = " + std::to_string(id) + " is outside [0, V) = [0, " + num(V) +
+                             ")");
         }
         if (target != -1 && (target < 0 || static_cast<std::size_t>(target) >= V)) {
-            throw ValueError(std::string(fn) + ": targets[" + num(n / T) + ", " + num(n % T) + "] = " +
-                             std::to_string(target) + " is outside [0, V) = [0, " + num(V) +
-                             ") and is not the ignored target -1");
+            throw ValueError(std::string(fn) + ": targets[" + num(n / T) + ", " + num(n % T) +
+                             "] = " + std::to_string(target) + " is outside [0, V) = [0, " +
+                             num(V) + ") and is not the ignored target -1");
         }
         m.inputs[n] = static_cast<int>(id);
         m.targets[n] = static_cast<int>(target);
@@ -475,19 +475,19 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     const AttentionShape shape{B, H, T, d};
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& w = params.blocks[l];
-        const float* x = m.resid.data() + l * N * D;       // [N, D] stream in
-        float* ln1 = m.ln1.data() + l * N * D;             // [N, D]
-        float* q = m.qkv.data() + l * 3 * N * D;           // [B, H, T, d]
-        float* k = q + N * D;                              // [B, H, T, d]
-        float* v = k + N * D;                              // [B, H, T, d]
-        float* att = m.att.data() + l * N * D;             // [B, H, T, d]
-        float* lse = m.lse.data() + l * N * H;             // [B, H, T]
-        float* att_cat = m.att_cat.data() + l * N * D;     // [N, D]
-        float* x_mid = m.x_mid.data() + l * N * D;         // [N, D]
-        float* ln2 = m.ln2.data() + l * N * D;             // [N, D]
-        float* fc_gelu = m.fc_gelu.data() + l * N * F;     // [N, F]
-        float* gelu_grad = m.gelu_grad.data() + l * N * F; // [N, F]
-        float* x_out = m.resid.data() + (l + 1) * N * D;   // [N, D] stream out
+        const float* x = m.resid.data() + l * N * D;        // [N, D] stream in
+        float* ln1 = m.ln1.data() + l * N * D;              // [N, D]
+        float* q = m.qkv.data() + l * 3 * N * D;            // [B, H, T, d]
+        float* k = q + N * D;                               // [B, H, T, d]
+        float* v = k + N * D;                               // [B, H, T, d]
+        float* att = m.att.data() + l * N * D;              // [B, H, T, d]
+        float* lse = m.lse.data() + l * N * H;              // [B, H, T]
+        float* att_cat = m.att_cat.data() + l * N * D;      // [N, D]
+        float* x_mid = m.x_mid.data() + l * N * D;          // [N, D]
+        float* ln2 = m.ln2.data() + l * N * D;              // [N, D]
+        float* fc_gelu = m.fc_gelu.data() + l * N * F;      // [N, F]
+        float* gelu_grad = m.gelu_grad.data() + l * N * F;  // [N, F]
+        float* x_out = m.resid.data() + (l + 1) * N * D;    // [N, D] stream out
 
         // Attention half: x_mid = x + w_o · attention(LN1(x)).
         layernorm_forward(x, w.ln1_g.data(), w.ln1_b.data(), ln1, m.ln1_mean.data() + l * N,
@@ -573,8 +573,9 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     const char* fn = "wb::minigpt::GptTrainer::backward";
     Impl& m = *impl_;
     if (!m.has_forward) {
-        throw ValueError(std::string(fn) + ": no forward to differentiate: call forward(params, inputs, "
-                              "targets) first (a forward that threw leaves none either)");
+        throw ValueError(std::string(fn) +
+                         ": no forward to differentiate: call forward(params, inputs, "
+                         "targets) first (a forward that threw leaves none either)");
     }
     const GptConfig& c = m.c;
     require_gpt_shapes(fn, "params", params, c);
@@ -601,12 +602,11 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     }
     float* dln = m.dln.data();        // [N, D]
     float* dresid = m.dresid.data();  // [N, D]
-    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false,
-                grads.lm_head.data(), nullptr, N, D, V);
+    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, grads.lm_head.data(),
+                nullptr, N, D, V);
     std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
-    layernorm_backward(dln, m.resid.data() + c.L * N * D, params.ln_f_g.data(),
-                       m.ln_f_mean.data(), m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(),
-                       grads.ln_f_b.data(), N, D);
+    layernorm_backward(dln, m.resid.data() + c.L * N * D, params.ln_f_g.data(), m.ln_f_mean.data(),
+                       m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(), N, D);
 
     const AttentionShape shape{B, H, T, d};
     for (std::size_t l = c.L; l-- > 0;) {
@@ -632,16 +632,14 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                     g.b_proj.data(), N, F, D);
 #pragma omp parallel for schedule(static)
         for (std::size_t e = 0; e < N * F; ++e) dfc[e] *= gelu_grad[e];  // GELU'(u), saved
-        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(), N, D,
-                    F);
+        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(), N, D, F);
         layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
-                           m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(), N,
-                           D);
+                           m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(), N, D);
 
         // Attention half: dresid is now the gradient of x_mid.
         float* datt_cat = m.datt_cat.data();  // [N, D]
-        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, g.w_o.data(),
-                    g.b_o.data(), N, D, D);
+        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, g.w_o.data(), g.b_o.data(),
+                    N, D, D);
         float* datt = m.datt.data();  // [B, H, T, d]
 #pragma omp parallel for schedule(static)
         for (std::size_t n = 0; n < N; ++n) {
@@ -681,8 +679,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         pack_qkv(w, m.wqkv.data(), D);
         std::fill(m.dwqkv.begin(), m.dwqkv.end(), 0.0f);
         std::fill(m.dbqkv.begin(), m.dbqkv.end(), 0.0f);
-        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, m.dwqkv.data(),
-                    m.dbqkv.data(), N, D, 3 * D);
+        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, m.dwqkv.data(), m.dbqkv.data(), N,
+                    D, 3 * D);
         float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
         float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
         for (std::size_t p = 0; p < 3; ++p) {
@@ -690,8 +688,7 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
             for (std::size_t i = 0; i < D; ++i) gb[p][i] += m.dbqkv[p * D + i];
         }
         layernorm_backward(dln, x, w.ln1_g.data(), m.ln1_mean.data() + l * N,
-                           m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(), N,
-                           D);
+                           m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(), N, D);
     }
 
     // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). Serial: one id can

@@ -35,7 +35,7 @@ namespace wb::minigpt {
 ///   trainer.backward(params, grads);                         // grads += dloss/dparams
 /// ```
 class GptTrainer {
-public:
+  public:
     /// Allocates every activation buffer for batches of `batch` sequences of `seq_len` tokens.
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
     /// @throws ValueError if seq_len > config.T_max
@@ -56,8 +56,7 @@ public:
     /// @return the mean cross entropy
     /// @throws ShapeError if a shape differs from the constructor's or the config's
     /// @throws ValueError if an id is out of range
-    float forward(const GptParams<float>& params, const TokenIds& inputs,
-                  const TokenIds& targets);
+    float forward(const GptParams<float>& params, const TokenIds& inputs, const TokenIds& targets);
 
     /// The backward of the last forward: the gradients are **added** into grads.
     /// @param params the parameters the forward used
@@ -69,7 +68,7 @@ public:
     /// The model shape this trainer was made for.
     const GptConfig& config() const;
 
-private:
+  private:
     struct Impl;                  // the config, [B, T], and every activation and scratch buffer
     std::unique_ptr<Impl> impl_;  // (defined in gpt_train.cpp, which alone needs <cblas.h>)
 };

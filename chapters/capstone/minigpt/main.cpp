@@ -89,8 +89,8 @@ void print_code(Engine engine) {
     std::string line;
     for (std::size_t i = 0; i < kinds.size();) {
         std::size_t j = i;  // chapters i .. j: one run of the same kind
-        while (numbered(kinds[i].first) && j + 1 < kinds.size() &&
-               numbered(kinds[j + 1].first) && kinds[j + 1].second == kinds[i].second) {
+        while (numbered(kinds[i].first) && j + 1 < kinds.size() && numbered(kinds[j + 1].first) &&
+               kinds[j + 1].second == kinds[i].second) {
             ++j;
         }
         line += (line.empty() ? "" : ", ") + name(kinds[i].first) +
@@ -140,12 +140,12 @@ void check_usage(const Cli& c) {
                          std::to_string(c.d_model / c.heads) + " (RoPE turns pairs of features)");
     }
     if (c.train.warmup > c.train.steps) {
-        throw UsageError("--warmup " + std::to_string(c.train.warmup) +
-                         " is larger than --steps " + std::to_string(c.train.steps));
+        throw UsageError("--warmup " + std::to_string(c.train.warmup) + " is larger than --steps " +
+                         std::to_string(c.train.steps));
     }
     if (c.train.min_lr > c.train.lr) {
-        throw UsageError("--min-lr " + std::to_string(c.train.min_lr) +
-                         " is larger than --lr " + std::to_string(c.train.lr));
+        throw UsageError("--min-lr " + std::to_string(c.train.min_lr) + " is larger than --lr " +
+                         std::to_string(c.train.lr));
     }
 }
 
@@ -267,8 +267,7 @@ void print_sample(const Model& model, const Cli& c) {
     std::string text;
     if (c.train.engine == Engine::chapters) {  // chapter 9's prefill / decode_step
         const auto t0 = std::chrono::steady_clock::now();
-        text = generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed,
-                             c.greedy);
+        text = generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed, c.greedy);
         speed.tokens = c.max_new_tokens;
         speed.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -318,7 +317,11 @@ int run(const Cli& c) {
 
     Model model;
     model.tokenizer = corpus.tokenizer;
-    model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers,
+    model.config = {corpus.tokenizer.size(),
+                    c.train.context,
+                    c.d_model,
+                    c.heads,
+                    c.layers,
                     c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
 
@@ -327,16 +330,17 @@ int run(const Cli& c) {
               << with_commas(split.held_out.size()) << " held out\n"
               << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
               << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
-              << " positions " << c.positions << ": "
-              << with_commas(parameter_count(model.params)) << " parameters\n"
+              << " positions " << c.positions << ": " << with_commas(parameter_count(model.params))
+              << " parameters\n"
               << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
-              << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr)
-              << " (warm-up " << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr)
-              << "), weight decay " << fmt("%g", c.train.weight_decay) << ", clip "
-              << fmt("%g", c.train.grad_clip) << ", seed " << c.train.seed << ", threads "
+              << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr) << " (warm-up "
+              << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr) << "), weight decay "
+              << fmt("%g", c.train.weight_decay) << ", clip " << fmt("%g", c.train.grad_clip)
+              << ", seed " << c.train.seed << ", threads "
               << (c.train.threads > 0 ? std::to_string(c.train.threads) : std::string("default"))
-              << (c.train.time_limit_s > 0 ? ", time limit " + fmt("%g", c.train.time_limit_s) + " s"
-                                           : std::string())
+              << (c.train.time_limit_s > 0
+                      ? ", time limit " + fmt("%g", c.train.time_limit_s) + " s"
+                      : std::string())
               << "\nminigpt: a loss of " << fmt("%.2f", std::log(double(model.config.V)))
               << " = ln V is guessing uniformly; lower is better\n"
               << std::flush;
@@ -367,9 +371,9 @@ int run(const Cli& c) {
     write_curves(c.out, result.log);
     print_sample(model, c);
     // The command that shows what this model attends to, on the prompt or the corpus's first line.
-    std::vector<std::int64_t> first(corpus.ids.begin(),
-                                    corpus.ids.begin() + std::ptrdiff_t(std::min<std::size_t>(
-                                                             corpus.ids.size(), 40)));
+    std::vector<std::int64_t> first(
+        corpus.ids.begin(),
+        corpus.ids.begin() + std::ptrdiff_t(std::min<std::size_t>(corpus.ids.size(), 40)));
     std::string look = c.prompt.empty() ? corpus.tokenizer.decode(first) : c.prompt;
     if (c.prompt.empty() && look.find('\n') != std::string::npos) look.erase(look.find('\n'));
     if (look.empty()) look = corpus.tokenizer.decode({first.front()});
@@ -382,9 +386,10 @@ int run(const Cli& c) {
 
 int main(int argc, char** argv) {
     Cli c;
-    CLI::App app{"Trains a small GPT on a text file (by default the bundled Shakespeare), saves "
-                 "it, and prints a sample of generated text.",
-                 "minigpt"};
+    CLI::App app{
+        "Trains a small GPT on a text file (by default the bundled Shakespeare), saves "
+        "it, and prints a sample of generated text.",
+        "minigpt"};
     app.option_defaults()->always_capture_default();
     auto& t = c.train;
     t.steps = 1500;
@@ -406,12 +411,12 @@ int main(int argc, char** argv) {
     app.add_option("--d-model", c.d_model, "model width (D)")->check(integer_check(1, kMaxWidth));
     app.add_option("--heads", c.heads, "attention heads (H), must divide D")
         ->check(integer_check(1, kMaxWidth));
-    app.add_option("--layers", c.layers, "transformer blocks (L)")
-        ->check(integer_check(1, 1024));
+    app.add_option("--layers", c.layers, "transformer blocks (L)")->check(integer_check(1, 1024));
     app.add_option("--lr", t.lr, "peak learning rate")->check(number_check(false));
     app.add_option("--min-lr", t.min_lr, "learning rate at the end of the cosine")
         ->check(number_check(true));
-    app.add_option("--warmup", t.warmup, "steps of linear warm-up (default: 50, at most steps / 10)")
+    app.add_option("--warmup", t.warmup,
+                   "steps of linear warm-up (default: 50, at most steps / 10)")
         ->check(integer_check(0, kMaxSteps));
     app.add_option("--weight-decay", t.weight_decay, "AdamW's decoupled weight decay")
         ->check(number_check(true));
@@ -436,8 +441,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"char", "bpe"}));
     app.add_option("--vocab-size", c.vocab_size, "V of the BPE vocabulary: 256 bytes + merges")
         ->check(integer_check(256, kMaxWidth));
-    app.add_option("--out", c.out, "where to save the checkpoint (the vocabulary, the loss "
-                                   "log and the loss curve go beside it)");
+    app.add_option("--out", c.out,
+                   "where to save the checkpoint (the vocabulary, the loss "
+                   "log and the loss curve go beside it)");
     app.add_option("--load", c.load, "skip training: generate from this checkpoint");
     app.add_option("--prompt", c.prompt, "text to continue (empty: start a new line)");
     app.add_option("--max-new-tokens", c.max_new_tokens, "characters to generate")
@@ -459,12 +465,15 @@ int main(int argc, char** argv) {
                    "inside); fast: the given fast trainer and decoder")
         ->check(CLI::IsMember({"chapters", "fast"}));
     CLI::App* explain_app = app.add_subcommand(
-        "explain", "writes an HTML page of a saved model's attention weights and next-token "
-                   "choices on a prompt, and the same data as JSON beside it");
+        "explain",
+        "writes an HTML page of a saved model's attention weights and next-token "
+        "choices on a prompt, and the same data as JSON beside it");
     explain_app->add_option("--load", c.explain_load, "the model file")->required();
-    explain_app->add_option("--prompt", c.explain_prompt, "text to read (its last T_max characters)")
+    explain_app
+        ->add_option("--prompt", c.explain_prompt, "text to read (its last T_max characters)")
         ->required();
-    explain_app->add_option("--html", c.explain_html, "the page to write (the JSON goes beside it)");
+    explain_app->add_option("--html", c.explain_html,
+                            "the page to write (the JSON goes beside it)");
     if (const char* command = std::getenv("WB_MINIGPT_COMMAND")) {
         c.command = command;  // tools/run-minigpt
     } else if (argc > 0) {
@@ -475,7 +484,8 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         if (explain_app->parsed()) {
             if (std::filesystem::path(c.explain_html).extension() == ".json") {
-                throw UsageError("--html " + c.explain_html + " would be overwritten by the JSON "
+                throw UsageError("--html " + c.explain_html +
+                                 " would be overwritten by the JSON "
                                  "beside it; expected a name ending in .html");
             }
             try {
@@ -491,19 +501,22 @@ int main(int argc, char** argv) {
         t.engine = c.engine == "chapters" ? Engine::chapters : Engine::fast;
         check_usage(c);
         if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
-            throw UsageError("--vocab-size has no effect with --tokenizer char (it is the size "
-                             "of a BPE vocabulary); add --tokenizer bpe or leave it out");
+            throw UsageError(
+                "--vocab-size has no effect with --tokenizer char (it is the size "
+                "of a BPE vocabulary); add --tokenizer bpe or leave it out");
         }
         if (c.load.empty()) check_out(c);  // before training, not after
         if (!c.load.empty()) {
             // The model file fixes the shape and the training is over: say so, not ignore.
             for (const char* name :
-                 {"--steps", "--time-limit", "--batch", "--context", "--d-model", "--heads",
-                  "--layers", "--lr", "--min-lr", "--warmup", "--weight-decay", "--grad-clip",
-                  "--eval-interval", "--eval-batches", "--model-seed", "--corpus", "--out",
-                  "--positions", "--tokenizer", "--vocab-size"}) {
+                 {"--steps",         "--time-limit",   "--batch",        "--context",
+                  "--d-model",       "--heads",        "--layers",       "--lr",
+                  "--min-lr",        "--warmup",       "--weight-decay", "--grad-clip",
+                  "--eval-interval", "--eval-batches", "--model-seed",   "--corpus",
+                  "--out",           "--positions",    "--tokenizer",    "--vocab-size"}) {
                 if (app.count(name) > 0) {
-                    throw UsageError(std::string(name) + " has no effect with --load (the model "
+                    throw UsageError(std::string(name) +
+                                     " has no effect with --load (the model "
                                      "file fixes the model and its training); leave it out");
                 }
             }

@@ -177,7 +177,8 @@ Model load_model(const std::string& path) {
         return load_two_files(fn, path);
     }
     if (header.size() < 8 || std::memcmp(header.data(), kModelMagic, 8) != 0) {
-        throw FileError(fn + ": " + path + " is not a mini-GPT model (it does not start with "
+        throw FileError(fn + ": " + path +
+                        " is not a mini-GPT model (it does not start with "
                         "\"WBMINIGP\", nor with a checkpoint's \"WBGPTCKP\")");
     }
     if (header.size() < kModelHeaderBytes) {
@@ -199,8 +200,8 @@ Model load_model(const std::string& path) {
         n_vocab + n_ckpt != room - 8) {
         throw FileError(fn + ": " + path + " has " + std::to_string(size) +
                         " bytes, but its header announces a vocabulary of " +
-                        std::to_string(n_vocab) + " and a checkpoint of " +
-                        std::to_string(n_ckpt) + " bytes (truncated or not a model file)");
+                        std::to_string(n_vocab) + " and a checkpoint of " + std::to_string(n_ckpt) +
+                        " bytes (truncated or not a model file)");
     }
     if (size > kMaxModelBytes) {
         throw FileError(fn + ": " + path + " has " + std::to_string(size) +
@@ -259,13 +260,12 @@ std::string generate_text_in_pieces(const Model& model, const std::string& promp
     }
     // An empty prompt returns only the generated text, not the newline it started from.
     const std::size_t skip = prompt.empty() ? prompt_len : 0;
-    return model.tokenizer.decode(std::vector<std::int64_t>(
-        ids.begin() + static_cast<std::ptrdiff_t>(skip), ids.end()));
+    return model.tokenizer.decode(
+        std::vector<std::int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(skip), ids.end()));
 }
 
-std::string generate_text(const Model& model, const std::string& prompt,
-                          std::size_t max_new_tokens, const SamplingOptions& options,
-                          std::uint64_t seed, bool use_greedy) {
+std::string generate_text(const Model& model, const std::string& prompt, std::size_t max_new_tokens,
+                          const SamplingOptions& options, std::uint64_t seed, bool use_greedy) {
     return generate_text_in_pieces(
         model, prompt, max_new_tokens, seed,
         [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {

@@ -41,10 +41,10 @@ namespace wb::minigpt {
 
 /// Everything needed to generate text: the model and its vocabulary.
 struct Model {
-    GptConfig config;        ///< the shape (V = tokenizer.size())
-    GptParams<float> params; ///< the weights
-    Tokenizer tokenizer;     ///< ids ↔ characters
-    std::int64_t step = 0;   ///< training steps behind these weights
+    GptConfig config;         ///< the shape (V = tokenizer.size())
+    GptParams<float> params;  ///< the weights
+    Tokenizer tokenizer;      ///< ids ↔ characters
+    std::int64_t step = 0;    ///< training steps behind these weights
 };
 
 /// The 8 bytes a model file starts with.
@@ -96,9 +96,8 @@ std::size_t parameter_count(const GptParams<float>& params);
 /// @return the prompt followed by the generated characters
 /// @throws ValueError if a character of the prompt is not in the vocabulary (the message
 ///         names it and its byte offset) or the options are invalid
-std::string generate_text(const Model& model, const std::string& prompt,
-                          std::size_t max_new_tokens, const SamplingOptions& options,
-                          std::uint64_t seed, bool use_greedy);
+std::string generate_text(const Model& model, const std::string& prompt, std::size_t max_new_tokens,
+                          const SamplingOptions& options, std::uint64_t seed, bool use_greedy);
 
 /// Draws one piece of generate_text: the `context` ids followed by `n` new ones, with `seed`.
 using PieceGenerator = std::function<std::vector<std::int64_t>(

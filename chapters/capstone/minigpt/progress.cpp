@@ -34,7 +34,9 @@ std::string progress_line(const StepLog& e, double time_limit_s, std::size_t wid
 
 ProgressPrinter::ProgressPrinter(std::ostream& out, bool is_tty, double time_limit_s,
                                  std::size_t plain_every)
-    : out_(&out), tty_(is_tty), time_limit_s_(time_limit_s),
+    : out_(&out),
+      tty_(is_tty),
+      time_limit_s_(time_limit_s),
       plain_every_(std::max<std::size_t>(1, plain_every)) {}
 
 void ProgressPrinter::operator()(const StepLog& e) {

@@ -32,7 +32,7 @@ std::string progress_line(const StepLog& e, double time_limit_s, std::size_t wid
 /// return) at most every 0.1 s, and each held-out loss is printed on its own line above it;
 /// otherwise each held-out loss and every `plain_every`-th step is one plain line.
 class ProgressPrinter {
-public:
+  public:
     /// A printer on `out`.
     /// @param out where to print (e.g. std::cout)
     /// @param is_tty draw the in-place bar (a terminal) or plain lines
@@ -48,7 +48,7 @@ public:
     /// Ends the bar's line (call once after training).
     void finish();
 
-private:
+  private:
     std::ostream* out_;
     bool tty_;
     double time_limit_s_;

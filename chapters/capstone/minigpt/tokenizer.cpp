@@ -195,7 +195,8 @@ std::string utf8_encode(const std::vector<char32_t>& code_points) {
 
 Tokenizer Tokenizer::from_text(const std::string& text) {
     const std::string fn = "wb::minigpt::Tokenizer::from_text";
-    if (text.empty()) throw ValueError(fn + ": the text is empty (expected at least one character)");
+    if (text.empty())
+        throw ValueError(fn + ": the text is empty (expected at least one character)");
     std::vector<char32_t> cps;
     decode_with_offsets(fn, text, cps, nullptr);
     std::sort(cps.begin(), cps.end());
@@ -207,7 +208,8 @@ Tokenizer Tokenizer::from_text(const std::string& text) {
 
 Tokenizer Tokenizer::bpe_from_text(const std::string& text, std::size_t vocab_size) {
     const std::string fn = "wb::minigpt::Tokenizer::bpe_from_text";
-    if (text.empty()) throw ValueError(fn + ": the text is empty (expected at least one character)");
+    if (text.empty())
+        throw ValueError(fn + ": the text is empty (expected at least one character)");
     if (vocab_size < 256) {
         throw ValueError(fn + ": vocab_size = " + std::to_string(vocab_size) +
                          ", expected at least 256 (the byte tokens)");
@@ -249,9 +251,8 @@ Tokenizer Tokenizer::deserialize(const std::string& data) {
                          "<count>\" or \"wb-minigpt-bpe 1\")");
     }
     const std::string count_text = data.substr(header.size(), newline - header.size());
-    if (count_text.size() > 9 ||
-        !std::all_of(count_text.begin(), count_text.end(),
-                     [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    if (count_text.size() > 9 || !std::all_of(count_text.begin(), count_text.end(),
+                                              [](char ch) { return ch >= '0' && ch <= '9'; })) {
         throw ValueError(fn + ": bad count \"" + count_text +
                          "\" in the header (expected a decimal number of characters)");
     }

@@ -42,7 +42,7 @@ enum class TokenizerKind {
 /// The vocabulary: either the distinct code points of a text, sorted, id = rank; or the 256
 /// bytes and the merges of chapter 2's BPE, id = 256 + rank of the merge.
 class Tokenizer {
-public:
+  public:
     /// The character vocabulary of `text` (UTF-8).
     /// @throws ValueError if text is empty or not valid UTF-8
     static Tokenizer from_text(const std::string& text);
@@ -86,7 +86,7 @@ public:
     /// The merges of a BPE vocabulary, in the order learned (empty for characters).
     const std::vector<BpeMerge>& merges() const;
 
-private:
+  private:
     TokenizerKind kind_ = TokenizerKind::characters;
     std::vector<char32_t> chars_;   // characters: sorted, distinct
     std::vector<BpeMerge> merges_;  // bpe: chapter 2's merges, token 256 + r is merge r

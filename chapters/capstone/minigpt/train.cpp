@@ -43,8 +43,8 @@ void validate(const TrainOptions& o) {
     check(std::isfinite(o.lr) && o.lr > 0, "lr = " + num(o.lr), "a finite value > 0");
     check(o.warmup <= o.steps, "warmup = " + std::to_string(o.warmup),
           "<= steps = " + std::to_string(o.steps));
-    check(std::isfinite(o.min_lr) && o.min_lr >= 0 && o.min_lr <= o.lr,
-          "min_lr = " + num(o.min_lr), "a value in [0, lr = " + num(o.lr) + "]");
+    check(std::isfinite(o.min_lr) && o.min_lr >= 0 && o.min_lr <= o.lr, "min_lr = " + num(o.min_lr),
+          "a value in [0, lr = " + num(o.lr) + "]");
     check(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
           "weight_decay = " + num(o.weight_decay), ">= 0");
     check(std::isfinite(o.grad_clip) && o.grad_clip >= 0, "grad_clip = " + num(o.grad_clip),
@@ -59,7 +59,8 @@ float learning_rate(std::size_t step, const TrainOptions& o) {
         return o.lr * static_cast<float>(step + 1) / static_cast<float>(o.warmup);
     }
     const std::size_t span = o.steps > o.warmup ? o.steps - o.warmup : 1;
-    const double p = std::min(1.0, static_cast<double>(step - o.warmup) / static_cast<double>(span));
+    const double p =
+        std::min(1.0, static_cast<double>(step - o.warmup) / static_cast<double>(span));
     return static_cast<float>(o.min_lr + (o.lr - o.min_lr) * 0.5 * (1.0 + std::cos(kPi * p)));
 }
 
@@ -87,15 +88,13 @@ float clip_grad_norm(GptParams<float>& grads, float max_norm) {
     return static_cast<float>(norm);
 }
 
-const char* engine_name(Engine engine) {
-    return engine == Engine::chapters ? "chapters" : "fast";
-}
+const char* engine_name(Engine engine) { return engine == Engine::chapters ? "chapters" : "fast"; }
 
 namespace {
 
 // The learner's chapters: chapter 8's readable model (chapters 1–7 inside) and its backward.
 class ChaptersStep final : public StepEngine {
-public:
+  public:
     ChaptersStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
         : config_(config) {
         // The fast trainer's checks, so that both engines refuse the same runs up front.
@@ -118,14 +117,14 @@ public:
         gpt_backward(params, config_, cache_, grads);
     }
 
-private:
+  private:
     GptConfig config_;
     GptCache<float> cache_;
 };
 
 // The given fast trainer: buffers for [B, T], cblas, the capstone's attention kernel.
 class FastStep final : public StepEngine {
-public:
+  public:
     FastStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
         : trainer_(config, batch, seq_len) {}
     float forward(const GptParams<float>& params, const TokenIds& inputs,
@@ -136,7 +135,7 @@ public:
         trainer_.backward(params, grads);
     }
 
-private:
+  private:
     GptTrainer trainer_;
 };
 
@@ -160,8 +159,8 @@ namespace {
 
 // The held-out score with an existing engine of shape [B, T] (no reallocation per call).
 float evaluate_with(StepEngine& engine, const GptParams<float>& params,
-                    const std::vector<std::int64_t>& tokens, std::size_t batch,
-                    std::size_t context, std::size_t batches, std::uint64_t seed) {
+                    const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
+                    std::size_t batches, std::uint64_t seed) {
     if (batches == 0) {
         throw ValueError("wb::minigpt::evaluate: batches = 0, expected >= 1");
     }
@@ -201,7 +200,8 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
     const auto t0 = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
-    const std::unique_ptr<StepEngine> engine = make_step_engine(o.engine, config, o.batch, o.context);
+    const std::unique_ptr<StepEngine> engine =
+        make_step_engine(o.engine, config, o.batch, o.context);
     BatchLoader loader(train_tokens, o.batch, o.context, o.seed);
     (void)BatchLoader(held_out, o.batch, o.context, kEvalSeed);  // fail now, not after training
     GptParams<float> grads = zeros_like(params);

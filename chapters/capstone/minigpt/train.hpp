@@ -49,7 +49,7 @@ const char* engine_name(Engine engine);
 
 /// One step's forward and backward on batches `[B, T]`, whichever engine computes them.
 class StepEngine {
-public:
+  public:
     virtual ~StepEngine() = default;
     /// The mean cross entropy of the batch (targets equal to -1 ignored), keeping what the
     /// backward needs.
@@ -127,14 +127,14 @@ void set_threads(int threads);
 
 /// What one training step reports: one point of the loss curve.
 struct StepLog {
-    std::size_t step = 0;              ///< steps done, 1-based
-    std::size_t total_steps = 0;       ///< steps planned
-    float train_loss = 0;              ///< the loss of this step's batch (before its update)
-    std::optional<float> eval_loss;    ///< held-out loss after this step, when evaluated
-    float lr = 0;                      ///< the learning rate this step used
-    float grad_norm = 0;               ///< the gradient norm before clipping
-    double tokens_per_s = 0;           ///< training tokens per second so far
-    double elapsed_s = 0;              ///< seconds since training started
+    std::size_t step = 0;            ///< steps done, 1-based
+    std::size_t total_steps = 0;     ///< steps planned
+    float train_loss = 0;            ///< the loss of this step's batch (before its update)
+    std::optional<float> eval_loss;  ///< held-out loss after this step, when evaluated
+    float lr = 0;                    ///< the learning rate this step used
+    float grad_norm = 0;             ///< the gradient norm before clipping
+    double tokens_per_s = 0;         ///< training tokens per second so far
+    double elapsed_s = 0;            ///< seconds since training started
 };
 
 /// Called after every step (for a progress bar, a log, or a test watching the curve).
@@ -142,12 +142,12 @@ using StepCallback = std::function<void(const StepLog&)>;
 
 /// What a finished run returns.
 struct TrainResult {
-    std::vector<StepLog> log;        ///< one entry per step
-    std::size_t steps_done = 0;      ///< fewer than options.steps if the time limit stopped it
-    float first_eval_loss = 0;       ///< held-out loss after the first step
-    float final_eval_loss = 0;       ///< held-out loss after the last step
-    bool stopped_by_time = false;    ///< true if time_limit_s ended the run early
-    double seconds = 0;              ///< wall time of the run
+    std::vector<StepLog> log;      ///< one entry per step
+    std::size_t steps_done = 0;    ///< fewer than options.steps if the time limit stopped it
+    float first_eval_loss = 0;     ///< held-out loss after the first step
+    float final_eval_loss = 0;     ///< held-out loss after the last step
+    bool stopped_by_time = false;  ///< true if time_limit_s ended the run early
+    double seconds = 0;            ///< wall time of the run
 };
 
 /// The mean loss on `batches` batches of held-out windows. The windows come from a loader

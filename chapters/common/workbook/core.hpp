@@ -48,7 +48,7 @@ using Tensor3 = xt::xtensor<float, 3>;  ///< a batch of sequences `[B, T, D]`
 using Tensor4 = xt::xtensor<float, 4>;  ///< a batch of heads `[B, H, T, d]`
 using Array = xt::xarray<float>;        ///< a tensor of any rank (chapter 1's general tools)
 using TokenIds = xt::xtensor<std::int64_t, 2>;  ///< token ids `[B, T]`, each in `[0, V)`
-using Shape = std::vector<std::size_t>;          ///< a shape, outermost axis first
+using Shape = std::vector<std::size_t>;         ///< a shape, outermost axis first
 
 /// Thrown by every stub: the exercise named in the message is still to be written.
 struct NotImplemented : std::logic_error {
@@ -166,4 +166,5 @@ void require_nonempty(const char* function, const char* what, const E& x) {
 }  // namespace wb
 
 /// Body of every stub: throws wb::NotImplemented naming this function and this file.
-#define WB_STUB() throw ::wb::NotImplemented(::wb::not_implemented_message(__func__, __FILE__, __LINE__))
+#define WB_STUB() \
+    throw ::wb::NotImplemented(::wb::not_implemented_message(__func__, __FILE__, __LINE__))

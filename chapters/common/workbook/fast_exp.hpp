@@ -22,7 +22,7 @@ inline __attribute__((always_inline)) float fast_exp(float x_in) {
     float x = x_in < -87.0f ? -87.0f : x_in;
     x = x > 88.7f ? 88.7f : x;
     x = x == x ? x : 0.0f;
-    const float t = x * 1.44269504088896341f;          // x / ln 2
+    const float t = x * 1.44269504088896341f;         // x / ln 2
     const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (1.5·2^23 trick)
     float r = x - n * 0.693359375f;                   // ln 2 in two parts, so that
     r = r - n * -2.12194440e-4f;                      //   r keeps its low bits

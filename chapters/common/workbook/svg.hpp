@@ -64,12 +64,23 @@ inline std::string escape(const std::string& text) {
     out.reserve(text.size());
     for (char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -151,7 +162,9 @@ inline std::string shade(double t) {
 }
 
 /// True for a masked heatmap cell: NaN or minus infinity.
-inline bool masked(double v) { return std::isnan(v) || v == -std::numeric_limits<double>::infinity(); }
+inline bool masked(double v) {
+    return std::isnan(v) || v == -std::numeric_limits<double>::infinity();
+}
 
 }  // namespace detail
 
@@ -169,7 +182,8 @@ inline void write_line_chart(const std::string& path, const std::string& title,
                              const std::string& x_label, const std::string& y_label,
                              const std::vector<Series>& series) {
     const char* fn = "wb::svg::write_line_chart";
-    if (series.empty()) throw ValueError(std::string(fn) + ": got no series, expected at least one");
+    if (series.empty())
+        throw ValueError(std::string(fn) + ": got no series, expected at least one");
     double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
     for (std::size_t s = 0; s < series.size(); ++s) {
         const Series& line = series[s];
@@ -193,11 +207,18 @@ inline void write_line_chart(const std::string& path, const std::string& title,
     }
     // Start the y axis at zero for non-negative data (timings, rates), so ratios read true.
     if (y0 >= 0) y0 = 0;
-    if (x1 == x0) { x0 -= 1; x1 += 1; }
-    if (y1 == y0) { y1 = y0 + 1; }
+    if (x1 == x0) {
+        x0 -= 1;
+        x1 += 1;
+    }
+    if (y1 == y0) {
+        y1 = y0 + 1;
+    }
     const std::vector<double> xt = detail::ticks(x0, x1), yt = detail::ticks(y0, y1);
-    x0 = std::min(x0, xt.front()); x1 = std::max(x1, xt.back());
-    y0 = std::min(y0, yt.front()); y1 = std::max(y1, yt.back());
+    x0 = std::min(x0, xt.front());
+    x1 = std::max(x1, xt.back());
+    y0 = std::min(y0, yt.front());
+    y1 = std::max(y1, yt.back());
 
     const double W = 720, H = 440, left = 70, right = 170, top = 40, bottom = 55;
     const double pw = W - left - right, ph = H - top - bottom;  // plot area
@@ -227,7 +248,8 @@ inline void write_line_chart(const std::string& path, const std::string& title,
         out << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << detail::color(s)
             << "\" points=\"";
         for (std::size_t i = 0; i < line.x.size(); ++i) {
-            out << (i ? " " : "") << detail::num(px(line.x[i])) << ',' << detail::num(py(line.y[i]));
+            out << (i ? " " : "") << detail::num(px(line.x[i])) << ','
+                << detail::num(py(line.y[i]));
         }
         out << "\"/>\n";
         for (std::size_t i = 0; i < line.x.size(); ++i) {
@@ -257,11 +279,13 @@ inline void write_line_chart(const std::string& path, const std::string& title,
 inline void write_heatmaps(const std::string& path, const std::string& title,
                            const std::vector<Heatmap>& panels) {
     const char* fn = "wb::svg::write_heatmaps";
-    if (panels.empty()) throw ValueError(std::string(fn) + ": got no panels, expected at least one");
+    if (panels.empty())
+        throw ValueError(std::string(fn) + ": got no panels, expected at least one");
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (std::size_t p = 0; p < panels.size(); ++p) {
         const Heatmap& h = panels[p];
-        const std::string which = std::string(fn) + ": panel " + std::to_string(p) + " ('" + h.title + "')";
+        const std::string which =
+            std::string(fn) + ": panel " + std::to_string(p) + " ('" + h.title + "')";
         if (h.rows == 0 || h.cols == 0 || h.values.size() != h.rows * h.cols) {
             throw ValueError(which + " has " + std::to_string(h.values.size()) + " values for " +
                              std::to_string(h.rows) + "x" + std::to_string(h.cols) +
@@ -278,14 +302,18 @@ inline void write_heatmaps(const std::string& path, const std::string& title,
         for (double v : h.values) {
             if (detail::masked(v)) continue;
             if (!std::isfinite(v)) {
-                throw ValueError(which + " has a value of +inf, expected finite values (NaN or "
-                                         "-inf for masked cells)");
+                throw ValueError(which +
+                                 " has a value of +inf, expected finite values (NaN or "
+                                 "-inf for masked cells)");
             }
             lo = std::min(lo, v);
             hi = std::max(hi, v);
         }
     }
-    if (!(lo <= hi)) { lo = 0; hi = 1; }  // every cell masked
+    if (!(lo <= hi)) {
+        lo = 0;
+        hi = 1;
+    }  // every cell masked
     // Start at zero for non-negative data (probabilities), so a pale cell means "near zero".
     if (lo > 0) lo = 0;
     const double span = hi > lo ? hi - lo : 1.0;
@@ -340,11 +368,14 @@ inline void write_heatmaps(const std::string& path, const std::string& title,
         }
         if (show_text) {
             for (std::size_t i = 0; i < h.rows; ++i) {
-                const std::string label = h.row_labels.empty() ? std::to_string(i) : h.row_labels[i];
-                detail::text(out, gx - 5, top + (static_cast<double>(i) + 0.5) * cell + 4, label, "end");
+                const std::string label =
+                    h.row_labels.empty() ? std::to_string(i) : h.row_labels[i];
+                detail::text(out, gx - 5, top + (static_cast<double>(i) + 0.5) * cell + 4, label,
+                             "end");
             }
             for (std::size_t j = 0; j < h.cols; ++j) {
-                const std::string label = h.col_labels.empty() ? std::to_string(j) : h.col_labels[j];
+                const std::string label =
+                    h.col_labels.empty() ? std::to_string(j) : h.col_labels[j];
                 const double lx = gx + (static_cast<double>(j) + 0.5) * cell;
                 detail::text(out, lx, top - 6, label, "start",
                              "transform=\"rotate(-45 " + detail::num(lx) + ' ' +

@@ -55,8 +55,8 @@ constexpr std::size_t BC = 64;  // keys per block
 
 void require_positive(const char* function, const AttentionShape& s) {
     if (s.B == 0 || s.H == 0 || s.T == 0 || s.d == 0) {
-        throw ValueError(std::string(function) + ": got shape [B, H, T, d] = " +
-                         shape_str(Shape{s.B, s.H, s.T, s.d}) +
+        throw ValueError(std::string(function) +
+                         ": got shape [B, H, T, d] = " + shape_str(Shape{s.B, s.H, s.T, s.d}) +
                          ", expected every axis to be at least 1");
     }
 }
@@ -72,8 +72,8 @@ WB_INLINE void transpose_block(const float* x, std::size_t j0, std::size_t n, st
 // Four rows per pass: y[e] is loaded and stored once per four multiply-adds. One row per pass
 // would make every y[e] a chain of `rows` dependent updates through memory, and the chain, not
 // the arithmetic, would set the speed.
-WB_INLINE void add_rows(float* y, std::size_t n, const float* a, const float* x,
-                        std::size_t stride, std::size_t rows) {
+WB_INLINE void add_rows(float* y, std::size_t n, const float* a, const float* x, std::size_t stride,
+                        std::size_t rows) {
     std::size_t u = 0;
     for (; u + 4 <= rows; u += 4) {
         const float a0 = a[u], a1 = a[u + 1], a2 = a[u + 2], a3 = a[u + 3];
@@ -101,14 +101,14 @@ WB_INLINE void row_times_block(const float* a, const float* kt, std::size_t d, f
 
 // One forward task: query rows i0 .. i0+rows−1 of one head against every key block up to
 // the diagonal, with the online softmax per block. Scratch: kt [d, BC], sc [BC], m and l [BR].
-WB_CLONES void forward_task(const float* qh, const float* kh, const float* vh, float* oh,
-                            float* lh, std::size_t T, std::size_t d, std::size_t i0, float* kt,
-                            float* sc, float* m, float* l) {
+WB_CLONES void forward_task(const float* qh, const float* kh, const float* vh, float* oh, float* lh,
+                            std::size_t T, std::size_t d, std::size_t i0, float* kt, float* sc,
+                            float* m, float* l) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const std::size_t rows = std::min(BR, T - i0);
     for (std::size_t r = 0; r < rows; ++r) {
         m[r] = -std::numeric_limits<float>::infinity();  // running max of row i0 + r
-        l[r] = 0.0f;                                      // running sum of exp(s − m)
+        l[r] = 0.0f;                                     // running sum of exp(s − m)
         for (std::size_t c = 0; c < d; ++c) oh[(i0 + r) * d + c] = 0.0f;
     }
 
@@ -154,9 +154,9 @@ WB_CLONES void forward_task(const float* qh, const float* kh, const float* vh, f
 // The backward of one whole head (dk_j and dv_j sum over the rows i ≥ j, so a head is not
 // split). Scratch: kt and vt [d, BC], p and ds [BC].
 WB_CLONES void backward_head(const float* qh, const float* kh, const float* vh, const float* oh,
-                             const float* lh, const float* gh, float* dqh, float* dkh,
-                             float* dvh, std::size_t T, std::size_t d, float* kt, float* vt,
-                             float* p, float* ds) {
+                             const float* lh, const float* gh, float* dqh, float* dkh, float* dvh,
+                             std::size_t T, std::size_t d, float* kt, float* vt, float* p,
+                             float* ds) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (std::size_t e = 0; e < T * d; ++e) dqh[e] = dkh[e] = dvh[e] = 0.0f;  // assigned
 
@@ -165,17 +165,17 @@ WB_CLONES void backward_head(const float* qh, const float* kh, const float* vh, 
         transpose_block(kh, j0, n, d, kt);
         transpose_block(vh, j0, n, d, vt);
         for (std::size_t i = j0; i < T; ++i) {  // causal: rows i ≥ j0 only
-            const float* qi = qh + i * d;  // [d]
-            const float* gi = gh + i * d;  // [d] dout_i
-            const float* oi = oh + i * d;  // [d]
-            float* dqi = dqh + i * d;      // [d]
-            float Di = 0.0f;               // D_i = dout_i · out_i
+            const float* qi = qh + i * d;       // [d]
+            const float* gi = gh + i * d;       // [d] dout_i
+            const float* oi = oh + i * d;       // [d]
+            float* dqi = dqh + i * d;           // [d]
+            float Di = 0.0f;                    // D_i = dout_i · out_i
 #pragma omp simd reduction(+ : Di)
             for (std::size_t c = 0; c < d; ++c) Di += gi[c] * oi[c];
 
             const std::size_t last = std::min(n, i - j0 + 1);  // keys j0 .. i only
-            row_times_block(qi, kt, d, p);   // scores, unscaled
-            row_times_block(gi, vt, d, ds);  // dP_ij = dout_i · v_j
+            row_times_block(qi, kt, d, p);                     // scores, unscaled
+            row_times_block(gi, vt, d, ds);                    // dP_ij = dout_i · v_j
             for (std::size_t j = 0; j < last; ++j) {
                 p[j] = std::exp(p[j] * scale - lh[i]);  // recomputed from lse
                 ds[j] = p[j] * (ds[j] - Di) * scale;    // dS_ij, times S's scale
@@ -219,8 +219,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 }
 
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq,
-                        float* dk, float* dv) {
+                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                        float* dv) {
     require_positive("wb::attention_backward", s);
     const std::size_t T = s.T, d = s.d;
     const long long heads = static_cast<long long>(s.B * s.H);
@@ -230,9 +230,8 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
 #pragma omp for schedule(dynamic, 1)
         for (long long h = 0; h < heads; ++h) {
             const std::size_t off = static_cast<std::size_t>(h) * T * d;
-            backward_head(q + off, k + off, v + off, out + off, lse + h * T, dout + off,
-                          dq + off, dk + off, dv + off, T, d, kt.data(), vt.data(), p.data(),
-                          ds.data());
+            backward_head(q + off, k + off, v + off, out + off, lse + h * T, dout + off, dq + off,
+                          dk + off, dv + off, T, d, kt.data(), vt.data(), p.data(), ds.data());
         }
     }
 }

@@ -97,8 +97,9 @@ Tensor3 drop_last_token(const Tensor3& x) {
 
 Tensor4 split_heads(const Tensor3& x, std::size_t H) {
     const std::size_t B = x.shape(0), T = x.shape(1), D = x.shape(2);
-    if (H == 0) fail<ShapeError>("split_heads", "H = 0 heads for x " + shape_str(x.shape()) +
-                                                    " (D = " + to_string(D) + "); need H >= 1");
+    if (H == 0)
+        fail<ShapeError>("split_heads", "H = 0 heads for x " + shape_str(x.shape()) +
+                                            " (D = " + to_string(D) + "); need H >= 1");
     if (D % H) {
         fail<ShapeError>("split_heads", "D = " + to_string(D) + " of x " + shape_str(x.shape()) +
                                             " is not a multiple of H = " + to_string(H));
@@ -159,7 +160,8 @@ Tensor4 matmul(const Tensor4& a, const Tensor4& b) {
             for (std::size_t i = 0; i < N; ++i)
                 for (std::size_t j = 0; j < M; ++j) {
                     double acc = 0.0;
-                    for (std::size_t c = 0; c < K; ++c) acc += double(a(p, h, i, c)) * b(p, h, c, j);
+                    for (std::size_t c = 0; c < K; ++c)
+                        acc += double(a(p, h, i, c)) * b(p, h, c, j);
                     out(p, h, i, j) = static_cast<float>(acc);
                 }
     return out;
@@ -209,7 +211,8 @@ std::vector<double> means_along(const Array& x, std::size_t ax) {
     std::vector<double> mu(outer * inner, 0.0);
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t k = 0; k < n; ++k)
-            for (std::size_t i = 0; i < inner; ++i) mu[o * inner + i] += x.data()[(o * n + k) * inner + i];
+            for (std::size_t i = 0; i < inner; ++i)
+                mu[o * inner + i] += x.data()[(o * n + k) * inner + i];
     for (double& m : mu) m /= static_cast<double>(n);
     return mu;
 }
@@ -231,8 +234,8 @@ Array mean(const Array& x, int axis, bool keepdims) {
 Array var(const Array& x, int axis, int correction, bool keepdims) {
     // The correction first: it does not depend on x.
     if (correction < 0 || correction > 1) {
-        fail<ValueError>("var", "correction = " + to_string(correction) +
-                                    " is not allowed; it must be 0 or 1");
+        fail<ValueError>(
+            "var", "correction = " + to_string(correction) + " is not allowed; it must be 0 or 1");
     }
     const std::size_t ax = resolve_axis("var", x.shape(), long(x.dimension()), axis);
     const long n = long(x.shape(ax));
@@ -243,13 +246,15 @@ Array var(const Array& x, int axis, int correction, bool keepdims) {
                                     " (need n - correction >= 1)");
     }
     const std::vector<double> mu = means_along(x, ax);
-    const std::size_t outer = span(x.shape(), 0, ax), inner = span(x.shape(), ax + 1, x.dimension());
+    const std::size_t outer = span(x.shape(), 0, ax),
+                      inner = span(x.shape(), ax + 1, x.dimension());
     Array out = Array::from_shape(reduced(x, ax, keepdims));
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t i = 0; i < inner; ++i) {
             double ss = 0.0;
             for (long k = 0; k < n; ++k) {
-                const double dev = x.data()[(o * std::size_t(n) + std::size_t(k)) * inner + i] - mu[o * inner + i];
+                const double dev =
+                    x.data()[(o * std::size_t(n) + std::size_t(k)) * inner + i] - mu[o * inner + i];
                 ss += dev * dev;
             }
             out.data()[o * inner + i] = static_cast<float>(ss / double(n - correction));
@@ -337,7 +342,8 @@ bool allclose(const Array& a, const Array& b, float rtol, float atol) {
             if (x != y) return false;
             continue;
         }
-        if (!(std::abs(x - y) <= double(atol) + double(rtol) * std::abs(y))) return false;  // NaN too
+        if (!(std::abs(x - y) <= double(atol) + double(rtol) * std::abs(y)))
+            return false;  // NaN too
     }
     return true;
 }

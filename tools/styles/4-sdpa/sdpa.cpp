@@ -32,8 +32,8 @@ void check_mask(const char* name, const std::optional<Mask>& mask, std::size_t B
     if (batch && s[1] == N && s[2] == M) return;
     throw ShapeError(std::string(name) + ": a mask of shape " + shape_str(s) +
                      " does not fit scores of shape " + scores + "; it must be [" +
-                     std::to_string(B) + " or 1, " + std::to_string(N) + ", " +
-                     std::to_string(M) + "]");
+                     std::to_string(B) + " or 1, " + std::to_string(N) + ", " + std::to_string(M) +
+                     "]");
 }
 
 // Softmax of one row of M scores over the readable keys; all zeros when none is readable.
@@ -54,7 +54,8 @@ void softmax_row(const float* s, float* w, std::size_t M, const Readable& can, s
     }
     if (!any) return;  // every key hidden: the row stays 0
     for (std::size_t j = 0; j < M; ++j) {
-        w[j] = can(b, i, j) ? static_cast<float>(std::exp(double(s[j]) - double(top)) / total) : 0.0f;
+        w[j] =
+            can(b, i, j) ? static_cast<float>(std::exp(double(s[j]) - double(top)) / total) : 0.0f;
     }
 }
 
@@ -86,8 +87,8 @@ Tensor4 attention_scores(const Tensor4& q, const Tensor4& k) {
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t i = 0; i < N; ++i)
                 for (std::size_t j = 0; j < M; ++j)
-                    s(b, h, i, j) = static_cast<float>(
-                        scaled_dot(&q(b, h, i, 0), &k(b, h, j, 0), dk));
+                    s(b, h, i, j) =
+                        static_cast<float>(scaled_dot(&q(b, h, i, 0), &k(b, h, j, 0), dk));
     return s;
 }
 
@@ -118,7 +119,8 @@ Tensor4 weighted_sum(const Tensor4& weights, const Tensor4& v) {
             for (std::size_t i = 0; i < N; ++i)
                 for (std::size_t c = 0; c < dv; ++c) {
                     double acc = 0.0;
-                    for (std::size_t j = 0; j < M; ++j) acc += double(weights(b, h, i, j)) * v(b, h, j, c);
+                    for (std::size_t j = 0; j < M; ++j)
+                        acc += double(weights(b, h, i, j)) * v(b, h, j, c);
                     out(b, h, i, c) = static_cast<float>(acc);
                 }
     return out;
@@ -128,8 +130,8 @@ Attention sdpa(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                const std::optional<Mask>& mask) {
     const std::size_t B = q.shape(0), H = q.shape(1), N = q.shape(2), dk = q.shape(3);
     const std::size_t M = k.shape(2), dv = v.shape(3);
-    const std::string all = "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
-                            ", v " + shape_str(v.shape());
+    const std::string all =
+        "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
     const bool qk = k.shape(0) == B && k.shape(1) == H && k.shape(3) == dk && dk > 0;
     if (!qk) throw ShapeError("wb::sdpa: q and k do not fit (" + all + ")");
     check_mask("wb::sdpa", mask, B, N, M, shape_str(Shape{B, H, N, M}));

@@ -26,8 +26,12 @@ xt::xtensor<std::size_t, 3> length_column(const std::vector<std::size_t>& length
 }
 
 // Key positions 0 .. M-1 as [1, 1, M]; query positions 0 .. N-1 as [1, N, 1].
-auto keys(std::size_t M) { return xt::view(xt::arange<std::size_t>(M), xt::newaxis(), xt::newaxis(), xt::all()); }
-auto queries(std::size_t N) { return xt::view(xt::arange<std::size_t>(N), xt::newaxis(), xt::all(), xt::newaxis()); }
+auto keys(std::size_t M) {
+    return xt::view(xt::arange<std::size_t>(M), xt::newaxis(), xt::newaxis(), xt::all());
+}
+auto queries(std::size_t N) {
+    return xt::view(xt::arange<std::size_t>(N), xt::newaxis(), xt::all(), xt::newaxis());
+}
 
 void lengths_fit(const char* name, const std::vector<std::size_t>& lengths, std::size_t limit,
                  const char* limit_name) {
@@ -81,9 +85,11 @@ Mask combine_masks(const Mask& a, const Mask& b) {
 Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T) {
     if (!T) throw ShapeError("wb::causal_padding_mask: cannot build a mask over T = 0 tokens");
     lengths_fit("wb::causal_padding_mask", lengths, T, "T");
-    checked_size("wb::causal_padding_mask", "a causal padding mask [B, T, T]", {lengths.size(), T, T});
+    checked_size("wb::causal_padding_mask", "a causal padding mask [B, T, T]",
+                 {lengths.size(), T, T});
     const auto col = length_column(lengths);
-    Bool3 allowed = xt::broadcast((keys(T) <= queries(T)) && (keys(T) < col), {lengths.size(), T, T});
+    Bool3 allowed =
+        xt::broadcast((keys(T) <= queries(T)) && (keys(T) < col), {lengths.size(), T, T});
     return Mask{allowed};
 }
 
