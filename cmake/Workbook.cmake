@@ -128,7 +128,12 @@ function(wb_chapter label folder)
     wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
 
     add_library(wb_${label} STATIC ${sources})
-    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE wb_warnings)
+    if(WB_IMPL_DIR_${label})
+      set(warnings wb_warnings_lenient)  # CMakeLists.txt says why
+    else()
+      set(warnings wb_warnings)
+    endif()
+    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE ${warnings})
     # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
     # faster. The capstone keeps the build's optimisation: its checks train a model, its
@@ -136,6 +141,7 @@ function(wb_chapter label folder)
     if(WB_IMPL_DIR_${label} AND NOT label STREQUAL "capstone")
       target_compile_options(wb_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
     endif()
+
   endif()
   set_property(GLOBAL PROPERTY WB_KIND_${label} ${kind})
 

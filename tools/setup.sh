@@ -6,7 +6,7 @@
 #   tools/setup.sh                 install what is missing and say what (sudo if not root)
 #   tools/setup.sh --docs          also what the documentation site's browser check needs
 #   tools/setup.sh --torch         also PyTorch, for tools/goldens and tools/compare_torch.py
-#   tools/setup.sh --tidy          also clang-tidy, for tools/tidy
+#   tools/setup.sh --tidy          also clang-tidy and clang-format, for tools/tidy and tools/format
 #   tools/setup.sh --check         only list what is missing (exit 1 if anything is)
 #
 # Other distributions (not tested here): a C++17 compiler with OpenMP, CMake 3.25 or later,
@@ -36,7 +36,7 @@ PACKAGES=(
 DOCS_PACKAGES=(chromium                     # the site's check loads every page in a browser
                fonts-wqy-microhei)           # and draws the Chinese guides with a CJK font
 TORCH_PACKAGES=(python3-torch python3-numpy) # goldens and the PyTorch comparison
-TIDY_PACKAGES=(clang-tidy)                   # tools/tidy: .clang-tidy's checks
+TIDY_PACKAGES=(clang-tidy clang-format)      # tools/tidy and tools/format: the checks, the style
 
 check_only=0
 for arg in "$@"; do
