@@ -17,9 +17,9 @@
 //    exp_approx is a few multiply-adds that it can (relative error ~1e-7).
 //  - AVX2 + FMA or AVX-512 when the processor has them. The build uses the compiler's default
 //    target (SSE2 on x86-64); the task functions are compiled three times, for that target,
-//    with __attribute__((target("avx2,fma"))) and with target("avx512f,..."), and the widest
-//    one the processor supports is chosen at run time. No build flag is needed and the
-//    binary runs on any x86-64.
+//    with WB_TARGET_AVX2 and with WB_TARGET_AVX512 (workbook/simd.hpp), and wb::simd_level()
+//    chooses at run time (WB_SIMD=0|1|2 caps it). No build flag is needed and the binary
+//    runs on any x86-64.
 //  - Balanced threads. The work of query block qb grows with qb (the causal triangle); tasks
 //    pair block qb with block nb − 1 − qb so that every task has the same work, and threads
 //    take tasks dynamically.
@@ -31,6 +31,7 @@
 // weights P twice.
 #include "capstone/attention_kernel.hpp"
 #include "workbook/fast_exp.hpp"
+#include "workbook/simd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -426,50 +427,32 @@ void backward_dq_generic(const Geometry& g, const HeadPtrs& h, std::size_t qb, f
 
 // ---- the same task functions compiled for AVX2 + FMA and AVX-512, chosen at run time -------
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define WB_HAVE_X86_PATHS 1
-#define WB_AVX2 __attribute__((target("avx2,fma")))
-#define WB_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
-WB_AVX2 void forward_block_avx2(const Geometry& g, const float* qh, const float* kh,
-                                const float* vh, float* oh, float* lh, std::size_t qb,
-                                float* work) {
+#ifdef WB_SIMD_X86
+WB_TARGET_AVX2 void forward_block_avx2(const Geometry& g, const float* qh, const float* kh,
+                                       const float* vh, float* oh, float* lh, std::size_t qb,
+                                       float* work) {
     forward_block_body<4>(g, qh, kh, vh, oh, lh, qb, work);
 }
-WB_AVX2 void backward_dkdv_avx2(const Geometry& g, const HeadPtrs& h, std::size_t kb, float* work) {
+WB_TARGET_AVX2 void backward_dkdv_avx2(const Geometry& g, const HeadPtrs& h, std::size_t kb,
+                                       float* work) {
     backward_dkdv_body<4>(g, h, kb, work);
 }
-WB_AVX2 void backward_dq_avx2(const Geometry& g, const HeadPtrs& h, std::size_t qb, float* work) {
+WB_TARGET_AVX2 void backward_dq_avx2(const Geometry& g, const HeadPtrs& h, std::size_t qb,
+                                     float* work) {
     backward_dq_body<4>(g, h, qb, work);
 }
-WB_AVX512 void forward_block_avx512(const Geometry& g, const float* qh, const float* kh,
-                                    const float* vh, float* oh, float* lh, std::size_t qb,
-                                    float* work) {
+WB_TARGET_AVX512 void forward_block_avx512(const Geometry& g, const float* qh, const float* kh,
+                                           const float* vh, float* oh, float* lh, std::size_t qb,
+                                           float* work) {
     forward_block_body<8>(g, qh, kh, vh, oh, lh, qb, work);
 }
-WB_AVX512 void backward_dkdv_avx512(const Geometry& g, const HeadPtrs& h, std::size_t kb,
-                                    float* work) {
+WB_TARGET_AVX512 void backward_dkdv_avx512(const Geometry& g, const HeadPtrs& h, std::size_t kb,
+                                           float* work) {
     backward_dkdv_body<8>(g, h, kb, work);
 }
-WB_AVX512 void backward_dq_avx512(const Geometry& g, const HeadPtrs& h, std::size_t qb,
-                                  float* work) {
+WB_TARGET_AVX512 void backward_dq_avx512(const Geometry& g, const HeadPtrs& h, std::size_t qb,
+                                         float* work) {
     backward_dq_body<8>(g, h, qb, work);
-}
-#undef WB_AVX2
-#undef WB_AVX512
-
-// The widest instruction set this processor has: 0 = the build's default, 1 = AVX2 + FMA,
-// 2 = AVX-512. WB_KERNEL_ISA=0/1/2 in the environment caps it (to compare them).
-int isa_level() {
-    static const int level = [] {
-        int best = 0;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = 1;
-        if (best == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-            best = 2;
-        const char* cap = std::getenv("WB_KERNEL_ISA");
-        if (cap != nullptr && *cap >= '0' && *cap <= '2') best = std::min(best, *cap - '0');
-        return best;
-    }();
-    return level;
 }
 #endif
 
@@ -497,9 +480,9 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
     const Geometry g = geometry_of(s);
     const long long tasks = static_cast<long long>(s.B * s.H * ((g.nb + 1) / 2));
     auto block = forward_block_generic;
-#ifdef WB_HAVE_X86_PATHS
-    if (isa_level() == 1) block = forward_block_avx2;
-    if (isa_level() == 2) block = forward_block_avx512;
+#ifdef WB_SIMD_X86
+    if (simd_level() == kSimdAvx2) block = forward_block_avx2;
+    if (simd_level() == kSimdAvx512) block = forward_block_avx512;
 #endif
 
 #pragma omp parallel
@@ -531,12 +514,12 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
     const long long tasks = static_cast<long long>(s.B * s.H * ((g.nb + 1) / 2));
     auto dkdv = backward_dkdv_generic;
     auto dqf = backward_dq_generic;
-#ifdef WB_HAVE_X86_PATHS
-    if (isa_level() == 1) {
+#ifdef WB_SIMD_X86
+    if (simd_level() == kSimdAvx2) {
         dkdv = backward_dkdv_avx2;
         dqf = backward_dq_avx2;
     }
-    if (isa_level() == 2) {
+    if (simd_level() == kSimdAvx512) {
         dkdv = backward_dkdv_avx512;
         dqf = backward_dq_avx512;
     }
@@ -611,6 +594,3 @@ void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<f
 }  // namespace wb
 
 #undef WB_ALWAYS_INLINE
-#ifdef WB_HAVE_X86_PATHS
-#undef WB_HAVE_X86_PATHS
-#endif
