@@ -16,8 +16,6 @@ namespace {
 
 const std::string kMha = "wb::multi_head_attention";
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
 // One projection must map D features to D features: weight [D, D], bias [D] or none.
 void check_projection(const char* name, const Linear& w, std::size_t D) {
     if (w.weight.shape(0) != D || w.weight.shape(1) != D) {

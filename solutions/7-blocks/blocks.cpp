@@ -14,8 +14,6 @@ inline namespace WB_IMPL {
 
 namespace {
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
 // ---- argument checks, shared by the functions and by the block checks ----------------------
 // `fn` is the function the user called ("wb::block_forward"), `name` the parameter as the user
 // sees it ("ln2", "blocks[1].ffn"), so a message points at the exact tensor to fix.

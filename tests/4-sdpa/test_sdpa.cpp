@@ -41,13 +41,6 @@ xt::xtensor<double, 3> row_sums(const Tensor4& w) {
     return s;
 }
 
-template <class E>
-bool all_finite(const E& e) {
-    for (auto v : e)
-        if (!std::isfinite(static_cast<double>(v))) return false;
-    return true;
-}
-
 // The weights of keys hidden by `allowed` [B or 1, N, M]; each must be exactly 0.
 std::vector<float> hidden_weights(const Tensor4& w, const Bool3& allowed) {
     std::vector<float> out;
@@ -166,7 +159,7 @@ TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask", "
         {{{0.731058579f, 0.0f, 0.268941421f}, {0.211941558f, 0.576116885f, 0.211941558f}}}};
     const Tensor4 w = wb::masked_softmax(scores);
     INFO("weights:" << rows_str(w));
-    CHECK(all_finite(w));
+    CHECK(wbtest::all_finite(w));
     WB_CHECK_CLOSE(w, expected, 1e-5,
                    "exp(1000) overflows to inf and inf/inf is NaN: subtract each row's maximum "
                    "before exp");
@@ -219,7 +212,7 @@ TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over i
         const Tensor4 w =
             use_mask ? wb::masked_softmax(scores, make_mask(allowed)) : wb::masked_softmax(scores);
         INFO("weights:" << rows_str(w));
-        CHECK(all_finite(w));
+        CHECK(wbtest::all_finite(w));
         const xt::xtensor<double, 3> ones = xt::ones<double>({B, H, N});
         WB_CHECK_CLOSE(row_sums(w), ones, 1e-5,
                        "each query's weights must sum to 1 over the keys it may read. Rows that "
@@ -262,7 +255,7 @@ TEST_CASE("a fully masked row gives finite zero weights and a zero output row, n
     INFO(
         "a query that may read no key gets all -inf scores; exp(-inf - (-inf)) is NaN. Guard "
         "that row: give it all-zero weights");
-    CHECK(all_finite(w));
+    CHECK(wbtest::all_finite(w));
     WB_CHECK_CLOSE(w, expected, 1e-5,
                    "a fully masked row must be all 0 (not NaN, not uniform 1/M: uniform means "
                    "you hid keys with a finite number instead of -inf)");
@@ -273,8 +266,8 @@ TEST_CASE("a fully masked row gives finite zero weights and a zero output row, n
     const Tensor4 v = {{{{1, 1}, {2, -1}, {0, 3}}}};
     const wb::Attention a = wb::sdpa(q, k, v, make_mask(allowed));
     INFO("output:" << rows_str(a.output));
-    CHECK(all_finite(a.output));
-    CHECK(all_finite(a.weights));
+    CHECK(wbtest::all_finite(a.output));
+    CHECK(wbtest::all_finite(a.weights));
     const Tensor4 zero_row = xt::zeros<float>({1, 1, 1, 2});
     WB_CHECK_CLOSE(Tensor4(xt::view(a.output, xt::all(), xt::all(), xt::range(1, 2), xt::all())),
                    zero_row, 1e-6,
@@ -415,7 +408,7 @@ TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros
     const Tensor4 q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     const wb::Attention a = wb::sdpa(q, k, v, golden_mask(g));
     INFO("output:" << rows_str(a.output));
-    CHECK(all_finite(a.output));
+    CHECK(wbtest::all_finite(a.output));
     WB_CHECK_CLOSE(a.weights, g.tensor<4>("weights"), wbtest::golden_tolerance,
                    "the fully masked rows (query 1 of sequence 0, query 0 of sequence 1) must be "
                    "all 0, not NaN; the other rows are torch's masked softmax");

@@ -44,11 +44,6 @@ double max_diff(const A& a, const B& b) {
     return m;
 }
 
-template <class E>
-bool all_finite(const E& e) {
-    return std::all_of(e.begin(), e.end(), [](float v) { return std::isfinite(v); });
-}
-
 // Positions [0, j) of a [B, H, T, d] tensor, and position t alone.
 wb::Tensor4 before(const wb::Tensor4& x, std::size_t j) {
     return xt::view(x, xt::all(), xt::all(), xt::range(0, j), xt::all());
@@ -443,8 +438,8 @@ TEST_CASE("a length-0 sequence gives no NaN, only zero weights and zero output i
     const auto v = wbtest::randn<wb::Tensor4>({2, 2, T, 3}, 80);
     const wb::Attention a = wb::sdpa(q, k, v, mask);
     INFO("a row of -inf scores gives exp(-inf) / sum = 0 / 0 = NaN without a guard (§18)");
-    CHECK(all_finite(a.weights));
-    CHECK(all_finite(a.output));
+    CHECK(wbtest::all_finite(a.weights));
+    CHECK(wbtest::all_finite(a.output));
     WB_CHECK_CLOSE(wb::Tensor3(xt::view(a.weights, 1)), xt::zeros<float>({2u, 3u, 3u}), 0.0,
                    "a query that may read no key gets all-zero weights (chapter 4's guard)");
     WB_CHECK_CLOSE(wb::Tensor3(xt::view(a.output, 1)), xt::zeros<float>({2u, 3u, 3u}), 0.0,
@@ -473,8 +468,8 @@ TEST_CASE(
     const auto k = wbtest::randn<wb::Tensor4>({1, 2, 4, 4}, 82);
     const auto v = wbtest::randn<wb::Tensor4>({1, 2, 4, 2}, 83);
     const wb::Attention a = wb::sdpa(q, k, v, mask);
-    CHECK(all_finite(a.weights));
-    CHECK(all_finite(a.output));
+    CHECK(wbtest::all_finite(a.weights));
+    CHECK(wbtest::all_finite(a.output));
     // Row sums by hand: queries 0 and 1 read nothing (0), queries 2 and 3 read keys 2..i (1).
     const wb::Tensor3 expected_sums = {{{0.0f, 0.0f, 1.0f, 1.0f}, {0.0f, 0.0f, 1.0f, 1.0f}}};
     WB_CHECK_CLOSE(row_sums(a.weights), expected_sums, 1e-5,
@@ -493,8 +488,8 @@ TEST_CASE("a fully masked row gives no NaN in multi-head attention either", "[fu
     const wb::Mask mask = wb::causal_padding_mask({2, 0}, T);  // sequence 1: nothing to read
     const wb::MhaResult r = wb::self_attention(x, p, mask);
     INFO("sequence 1 has length 0; softmax over no key is 0/0 = NaN without the guard");
-    CHECK(all_finite(r.weights));
-    CHECK(all_finite(r.output));
+    CHECK(wbtest::all_finite(r.weights));
+    CHECK(wbtest::all_finite(r.output));
     WB_CHECK_CLOSE(wb::Tensor3(xt::view(r.weights, 1)), xt::zeros<float>({2u, 3u, 3u}), 0.0,
                    "every head of a fully masked query gets all-zero weights");
     // Each head outputs 0, the merged heads are 0, and W_O maps 0 to its bias b_O.

@@ -1,5 +1,6 @@
 #include "capstone/minigpt/gpt_train.hpp"
 #include "check.hpp"
+#include "random_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -54,17 +55,6 @@ struct Threads {
     ~Threads() { omp_set_num_threads(before); }
 };
 
-// A model whose every tensor is random, biases and LayerNorm parameters included.
-GptParams<float> random_model(unsigned seed) {
-    GptParams<float> p = wb::init_gpt<float>(kConfig, seed);
-    std::mt19937 gen(seed + 100);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& r : wb::parameters(p)) {
-        for (std::size_t i = 0; i < r.size; ++i) r.data[i] += 0.2f * normal(gen);
-    }
-    return p;
-}
-
 // Random ids [B, T] in [0, V); one target in five is -1 (ignored).
 wb::TokenIds ids(unsigned seed, bool ignored) {
     std::mt19937 gen(seed);
@@ -88,7 +78,7 @@ struct Run {
 Run train(int threads) {
     const Threads scope(threads);
     Run run;
-    run.params = random_model(5);
+    run.params = wbtest::random_model(kConfig, 5);
     run.grads = wb::zeros_like(run.params);
     wb::AdamWState<float> state;
     GptTrainer trainer(kConfig, kBatch, kSeq);
@@ -150,7 +140,7 @@ void check_close(const GptParams<float>& actual, const GptParams<float>& expecte
 
 std::vector<std::int64_t> generate_tokens(int threads, bool greedy, std::uint64_t seed) {
     const Threads scope(threads);
-    const GptParams<float> p = random_model(7);
+    const GptParams<float> p = wbtest::random_model(kConfig, 7);
     wb::SamplingOptions options;
     options.temperature = 0.9f;
     options.top_k = 8;

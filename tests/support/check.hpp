@@ -73,6 +73,15 @@ T randn(const typename T::shape_type& shape, unsigned seed) {
 /// Index string `[1, 2, 0]` of the flat position `k` in a row-major tensor of `shape`.
 std::string index_str(const wb::Shape& shape, std::size_t k);
 
+/// True when no element of `e` is NaN or ±infinity (a softmax of a fully masked row, an exp
+/// that overflowed).
+template <class E>
+bool all_finite(const E& e) {
+    for (auto v : e)
+        if (!std::isfinite(static_cast<double>(v))) return false;
+    return true;
+}
+
 /// The shape of any xtensor expression as a wb::Shape.
 template <class E>
 wb::Shape shape_of(const E& e) {

@@ -38,8 +38,13 @@
 /// | `H` | attention heads; `d = D / H` the width of one head |
 /// | `d_k`, `d_v` | width of queries/keys and of values, when one head is discussed |
 /// | `N`, `M` | number of queries and of keys, where they differ (cross attention, a cache) |
+/// | `N` (chapter 8) | rows of the flattened batch, `N = B·T`: `[B, T, ·]` read as `[B·T, ·]` |
 /// | `V` | vocabulary size: token ids are in `[0, V)` |
 /// | `L` | number of layers (blocks) |
+///
+/// N means query rows in both senses: chapter 8's rows are the B·T tokens, each of which is a
+/// query. M is always the number of keys, the positions held in a KV cache included (chapter 9).
+/// Not a dimension: chapter 8's templates call their scalar type `Real` (`float` or `double`).
 namespace wb {
 
 using Tensor1 = xt::xtensor<float, 1>;  ///< a vector, e.g. one token's features `[D]`
@@ -76,6 +81,10 @@ struct ValueError : InvalidInput {
 struct FileError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+/// A size in a message, e.g. `"T = " + num(T)`: the one spelling of `std::to_string` that every
+/// chapter's error messages use.
+inline std::string num(std::size_t n) { return std::to_string(n); }
 
 /// Formats a shape as `[2, 4, 8]`.
 template <class S>
@@ -133,13 +142,17 @@ inline std::string not_implemented_message(const char* function, const char* fil
 }
 
 /// Raises a ShapeError from `function` unless `x` has exactly the shape `expected`.
-/// `what` names the argument and its axes, e.g. `"x [B, T, D]"`.
+/// `what` names the argument and its axes, e.g. `"x [B, T, D]"`; `why`, when given, says where
+/// the expected shape comes from (`"N from x, out from weight"`) and ends the message in
+/// parentheses.
 template <class E>
-void require_shape(const char* function, const char* what, const E& x, const Shape& expected) {
+void require_shape(const char* function, const char* what, const E& x, const Shape& expected,
+                   const std::string& why = "") {
     const Shape got(x.shape().begin(), x.shape().end());
     if (got != expected) {
         throw ShapeError(std::string(function) + ": " + what + " has shape " + shape_str(got) +
-                         ", expected " + shape_str(expected));
+                         ", expected " + shape_str(expected) +
+                         (why.empty() ? "" : " (" + why + ")"));
     }
 }
 
