@@ -2,7 +2,7 @@
 // already: chapters 2–7 (each function in layers.hpp names the one it undoes).
 // Replace each WB_STUB() with the body; the spec of every function is its comment in
 // layers.hpp, the formulas are in README.md. Each function is a template over the scalar type
-// T: write it once with T, and the instantiations at the end of this file make a float and
+// Real: write it once with Real, and the instantiations at the end of this file make a float and
 // a double version of it (do not remove them).
 // Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
 // `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
@@ -22,9 +22,9 @@ inline namespace WB_IMPL {
 
 // ---- Linear: y = x Wᵀ + b -------------------------------------------------------------------
 
-template <class T>
-void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
-                     Mat<T>& dweight, Vec<T>& dbias) {
+template <class Real>
+void linear_backward(const Mat<Real>& dy, const Mat<Real>& x, const Mat<Real>& weight,
+                     Mat<Real>& dx, Mat<Real>& dweight, Vec<Real>& dbias) {
     // Spec: layers.hpp, @throws first. Guide §6 (Linear) and §7 (what a backward assigns, what it
     // adds).
     (void)dy, (void)x, (void)weight, (void)dx, (void)dweight, (void)dbias;
@@ -33,9 +33,9 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
-template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
-                         Vec<T>& dgamma, Vec<T>& dbeta) {
+template <class Real>
+void layer_norm_backward(const Mat<Real>& dy, const Mat<Real>& x, const Vec<Real>& gamma, Real eps,
+                         Mat<Real>& dx, Vec<Real>& dgamma, Vec<Real>& dbeta) {
     // Spec: layers.hpp, @throws first. Guide §6 (LayerNorm) — derive it yourself first (the guide's
     // questions).
     (void)dy, (void)x, (void)gamma, (void)eps, (void)dx, (void)dgamma, (void)dbeta;
@@ -44,8 +44,8 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
 
 // ---- GELU, exact: x Φ(x) ---------------------------------------------------------------------
 
-template <class T>
-Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
+template <class Real>
+Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x) {
     // Spec: layers.hpp, @throws first. Guide §6 (GELU).
     (void)dy, (void)x;
     WB_STUB();
@@ -53,10 +53,10 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 
 // ---- Causal attention on split heads ---------------------------------------------------------
 
-template <class T>
-void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
-                               Cube<T>& dv) {
+template <class Real>
+void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, const Heads<Real>& k,
+                               const Heads<Real>& v, const Heads<Real>& weights, Heads<Real>& dq,
+                               Heads<Real>& dk, Heads<Real>& dv) {
     // Spec: layers.hpp, @throws first. Guide §6 (Softmax: the Jacobian-vector product; Causal
     // attention).
     (void)dout, (void)q, (void)k, (void)v, (void)weights, (void)dq, (void)dk, (void)dv;
@@ -65,8 +65,8 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
 
 // ---- RoPE: a rotation per pair of features ---------------------------------------------------
 
-template <class T>
-Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
+template <class Real>
+Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base) {
     // Spec: layers.hpp, @throws first. Guide §6 (RoPE: the inverse of a rotation).
     (void)dy, (void)offset, (void)base;
     WB_STUB();
@@ -74,8 +74,8 @@ Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
 
 // ---- Embedding backward ---------------------------------------------------------------------
 
-template <class T>
-void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable) {
+template <class Real>
+void embedding_backward(const TokenIds& ids, const Mat<Real>& dout, Mat<Real>& dtable) {
     // Spec: layers.hpp, @throws first. Guide §6 (Embedding).
     (void)ids, (void)dout, (void)dtable;
     WB_STUB();
@@ -83,40 +83,41 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
 
 // ---- Cross entropy from raw logits -----------------------------------------------------------
 
-template <class T>
-T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                        std::int64_t ignore_index) {
+template <class Real>
+Real cross_entropy_forward(const Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                           std::int64_t ignore_index) {
     // Spec: layers.hpp, @throws first. Guide §2 and §4 (from raw logits; ignore_index).
     (void)logits, (void)targets, (void)ignore_index;
     WB_STUB();
 }
 
-template <class T>
-Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                              std::int64_t ignore_index) {
+template <class Real>
+Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
+                                 const xt::xtensor<std::int64_t, 1>& targets,
+                                 std::int64_t ignore_index) {
     // Spec: layers.hpp, @throws first. Guide §6 (Cross entropy).
     (void)logits, (void)targets, (void)ignore_index;
     WB_STUB();
 }
 
 // ---- The two instantiations: float for training, double for the gradient checks -------------
-// Keep these lines: they compile each template above for T = float and T = double.
+// Keep these lines: they compile each template above for Real = float and Real = double.
 
-#define WB_INSTANTIATE_LAYERS(T)                                                                   \
-    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,         \
-                                     Mat<T>&, Vec<T>&);                                            \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T, Mat<T>&,  \
-                                         Vec<T>&, Vec<T>&);                                        \
-    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                                \
-    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                            \
-    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,     \
-                                               const Cube<T>&, const Cube<T>&, Cube<T>&, Cube<T>&, \
-                                               Cube<T>&);                                          \
-    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                  \
-    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,        \
-                                        std::int64_t);                                             \
-    template Mat<T> cross_entropy_backward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,  \
-                                              std::int64_t);
+#define WB_INSTANTIATE_LAYERS(Real)                                                               \
+    template void linear_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Mat<Real>&,     \
+                                        Mat<Real>&, Mat<Real>&, Vec<Real>&);                      \
+    template void layer_norm_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Vec<Real>&, \
+                                            Real, Mat<Real>&, Vec<Real>&, Vec<Real>&);            \
+    template Mat<Real> gelu_backward<Real>(const Mat<Real>&, const Mat<Real>&);                   \
+    template Heads<Real> rope_backward<Real>(const Heads<Real>&, std::int64_t, Real);             \
+    template void causal_attention_backward<Real>(                                                \
+        const Heads<Real>&, const Heads<Real>&, const Heads<Real>&, const Heads<Real>&,           \
+        const Heads<Real>&, Heads<Real>&, Heads<Real>&, Heads<Real>&);                            \
+    template void embedding_backward<Real>(const TokenIds&, const Mat<Real>&, Mat<Real>&);        \
+    template Real cross_entropy_forward<Real>(const Mat<Real>&,                                   \
+                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t); \
+    template Mat<Real> cross_entropy_backward<Real>(                                              \
+        const Mat<Real>&, const xt::xtensor<std::int64_t, 1>&, std::int64_t);
 
 WB_INSTANTIATE_LAYERS(float)
 WB_INSTANTIATE_LAYERS(double)

@@ -24,12 +24,15 @@
 
 namespace wb {
 
-template <class T>
-using Vec = xt::xtensor<T, 1>;  ///< `[n]` in scalar type T
-template <class T>
-using Mat = xt::xtensor<T, 2>;  ///< `[rows, cols]` in scalar type T
-template <class T>
-using Cube = xt::xtensor<T, 4>;  ///< `[B, H, T, d]` in scalar type T
+template <class Real>
+using Vec = xt::xtensor<Real, 1>;  ///< `[n]` in scalar type Real
+template <class Real>
+using Mat = xt::xtensor<Real, 2>;  ///< `[rows, cols]` in scalar type Real
+template <class Real>
+using Heads = xt::xtensor<Real, 4>;  ///< split heads `[B, H, T, d]` in scalar type Real
+/// The former name of Heads, kept while the capstone's kernel code still spells it.
+template <class Real>
+using Cube = Heads<Real>;
 
 inline namespace WB_IMPL {
 
@@ -44,9 +47,9 @@ inline namespace WB_IMPL {
 /// @param dweight `[out, in]` accumulated
 /// @param dbias `[out]` accumulated, or empty
 /// @throws ShapeError if any shape disagrees with x, weight and dy
-template <class T>
-void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
-                     Mat<T>& dweight, Vec<T>& dbias);
+template <class Real>
+void linear_backward(const Mat<Real>& dy, const Mat<Real>& x, const Mat<Real>& weight,
+                     Mat<Real>& dx, Mat<Real>& dweight, Vec<Real>& dbias);
 
 /// LayerNorm backward (chapter 7's `layer_norm`, `y = (x − mean) · rstd · gamma + beta` over
 /// each row, `rstd = 1 / sqrt(var + eps)`, var with correction 0). The forward returned only
@@ -66,9 +69,9 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 /// @param dbeta `[D]` accumulated
 /// @throws ShapeError on any shape mismatch or D == 0
 /// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
-template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
-                         Vec<T>& dgamma, Vec<T>& dbeta);
+template <class Real>
+void layer_norm_backward(const Mat<Real>& dy, const Mat<Real>& x, const Vec<Real>& gamma, Real eps,
+                         Mat<Real>& dx, Vec<Real>& dgamma, Vec<Real>& dbeta);
 
 /// GELU backward (chapter 7's `gelu`, the exact form `x · Φ(x)`):
 /// `dx = dy · (Φ(x) + x φ(x))`, φ the standard normal density.
@@ -76,8 +79,8 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
 /// @param x `[N, F]` the forward's input
 /// @return dx `[N, F]`
 /// @throws ShapeError if the shapes differ
-template <class T>
-Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x);
+template <class Real>
+Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x);
 
 /// Causal attention backward (chapter 4's `sdpa` with chapter 6's `causal_mask`:
 /// `A = softmax(q kᵀ / sqrt(d), keys j > i hidden)`, `out = A v`): through `out = A v`, the
@@ -87,10 +90,10 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x);
 ///        (what sdpa returned beside the output; exact zeros above the diagonal)
 /// @param dq, dk, dv `[B, H, T, d]` assigned
 /// @throws ShapeError on any shape mismatch
-template <class T>
-void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
-                               Cube<T>& dv);
+template <class Real>
+void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, const Heads<Real>& k,
+                               const Heads<Real>& v, const Heads<Real>& weights, Heads<Real>& dq,
+                               Heads<Real>& dk, Heads<Real>& dv);
 
 /// RoPE backward (chapter 3's `apply_rope`). The forward turns each pair of features
 /// (x[2i], x[2i+1]) of the token at position p = offset + t by the angle p θ_i,
@@ -108,8 +111,8 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
 /// @return dx `[B, H, T, d]`
 /// @throws ShapeError if d is odd (the message names the shape)
 /// @throws ValueError if offset < 0 or base <= 1
-template <class T>
-Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base);
+template <class Real>
+Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base);
 
 /// Embedding backward (chapter 2's `embed`): `dtable[ids[b,t]] += dout[b,t]`. A token id that appears several
 /// times receives the **sum** of its rows' gradients (never the last one only).
@@ -117,8 +120,8 @@ Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base);
 /// @param dout `[B·T, D]` gradient of the looked-up rows, in the order of ids
 /// @param dtable `[V, D]` accumulated
 /// @throws ShapeError on shape mismatch; ValueError for an id outside [0, V)
-template <class T>
-void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable);
+template <class Real>
+void embedding_backward(const TokenIds& ids, const Mat<Real>& dout, Mat<Real>& dtable);
 
 /// Mean cross entropy from raw logits (never softmax them first), stable through
 /// log-sum-exp: `loss = mean over valid rows of (logsumexp(z) − z[target])`.
@@ -129,17 +132,18 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
 /// @param ignore_index the padding target, e.g. -1
 /// @return the mean loss over valid rows
 /// @throws ShapeError if targets is not `[N]`; ValueError for a target outside [0, V) that is not ignore_index
-template <class T>
-T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                        std::int64_t ignore_index);
+template <class Real>
+Real cross_entropy_forward(const Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                           std::int64_t ignore_index);
 
 /// Gradient of the mean cross entropy with respect to the logits:
 /// `(softmax(z) − onehot(target)) / n_valid` on valid rows, 0 on ignored rows.
 /// @return dlogits `[N, V]`
 /// @throws as cross_entropy_forward
-template <class T>
-Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                              std::int64_t ignore_index);
+template <class Real>
+Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
+                                 const xt::xtensor<std::int64_t, 1>& targets,
+                                 std::int64_t ignore_index);
 
 /// @}
 

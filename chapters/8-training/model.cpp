@@ -1,9 +1,8 @@
 // Chapter 8 — your GPT, assembled from your chapters 1–7 (the forward) and your backwards
 // (layers.cpp). Replace each WB_STUB() with the body; the spec of every function is its comment
 // in model.hpp, the walk-through is in README.md ("The model, AdamW and checkpoints"). The
-// parameter helpers are templates over the scalar type T (float to train, double for the
-// gradient checks): inside them T is the scalar type, so call the sequence length something
-// else (`seq`). The model itself runs in float, like chapters 2–7. Keep the instantiations at
+// parameter helpers are templates over the scalar type Real (float to train, double for the
+// gradient checks); T is the sequence length, as everywhere in the workbook. The model itself runs in float, like chapters 2–7. Keep the instantiations at
 // the end.
 // Check your work with:  ctest --preset student -L chapter8  (rebuilds what changed first;
 // `cmake --preset student` once before), or  tools/workbook check 8  /  tools/workbook watch 8
@@ -24,29 +23,29 @@
 namespace wb {
 inline namespace WB_IMPL {
 
-template <class T>
-GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed) {
+template <class Real>
+GptParams<Real> init_gpt(const GptConfig& config, std::uint64_t seed) {
     // Spec: model.hpp, @throws first. Guide §10.
     (void)config, (void)seed;
     WB_STUB();
 }
 
-template <class T>
-GptParams<T> zeros_like(const GptParams<T>& params) {
+template <class Real>
+GptParams<Real> zeros_like(const GptParams<Real>& params) {
     // Spec: model.hpp, @throws first. Guide §8.
     (void)params;
     WB_STUB();
 }
 
-template <class T>
-std::vector<ParamRef<T>> parameters(GptParams<T>& params) {
+template <class Real>
+std::vector<ParamRef<Real>> parameters(GptParams<Real>& params) {
     // Spec: model.hpp, @throws first. Guide §10 (the order of model.hpp).
     (void)params;
     WB_STUB();
 }
 
-template <class T>
-std::vector<ParamRef<const T>> parameters(const GptParams<T>& params) {
+template <class Real>
+std::vector<ParamRef<const Real>> parameters(const GptParams<Real>& params) {
     // Spec: model.hpp, @throws first. Guide §10 (the order of model.hpp).
     (void)params;
     WB_STUB();
@@ -80,8 +79,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     WB_STUB();
 }
 
-template <class T>
-void zero_grad(GptParams<T>& grads) {
+template <class Real>
+void zero_grad(GptParams<Real>& grads) {
     // Spec: model.hpp, @throws first. Guide §8.
     (void)grads;
     WB_STUB();
@@ -89,12 +88,12 @@ void zero_grad(GptParams<T>& grads) {
 
 // The two instantiations of the parameter helpers: float for training, double for the
 // gradient checks. Keep them.
-#define WB_INSTANTIATE_MODEL(T)                                                 \
-    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);         \
-    template GptParams<T> zeros_like<T>(const GptParams<T>&);                   \
-    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);             \
-    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&); \
-    template void zero_grad<T>(GptParams<T>&);
+#define WB_INSTANTIATE_MODEL(Real)                                                       \
+    template GptParams<Real> init_gpt<Real>(const GptConfig&, std::uint64_t);            \
+    template GptParams<Real> zeros_like<Real>(const GptParams<Real>&);                   \
+    template std::vector<ParamRef<Real>> parameters<Real>(GptParams<Real>&);             \
+    template std::vector<ParamRef<const Real>> parameters<Real>(const GptParams<Real>&); \
+    template void zero_grad<Real>(GptParams<Real>&);
 
 WB_INSTANTIATE_MODEL(float)
 WB_INSTANTIATE_MODEL(double)

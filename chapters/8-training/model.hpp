@@ -14,9 +14,8 @@
 ///
 /// The model's forward and backward run in float, like the chapters they are made of. The
 /// parameter helpers (init_gpt, zeros_like, parameters, zero_grad) are templates over the
-/// scalar type T (`float` to train, `double` for the gradient checks); only those two are
-/// instantiated. Inside the templates T is the scalar type, so the code calls the sequence
-/// length something else.
+/// scalar type `Real` (`float` to train, `double` for the gradient checks); only those two
+/// are instantiated. T stays the sequence length, as in the legend of workbook/core.hpp.
 #pragma once
 
 #include <algorithm>
@@ -59,75 +58,75 @@ struct GptConfig {
 inline constexpr float kRopeBase = 10000.0f;
 
 /// The parameters of one Pre-LN block, in PyTorch's layout.
-template <class T>
+template <class Real>
 struct GptBlock {
-    Vec<T> ln1_g;   ///< `[D]` LayerNorm before attention: scale (gamma)
-    Vec<T> ln1_b;   ///< `[D]` LayerNorm before attention: shift (beta)
-    Mat<T> w_q;     ///< `[D, D]` query projection, `q = x w_qᵀ + b_q`
-    Vec<T> b_q;     ///< `[D]`
-    Mat<T> w_k;     ///< `[D, D]` key projection
-    Vec<T> b_k;     ///< `[D]`
-    Mat<T> w_v;     ///< `[D, D]` value projection
-    Vec<T> b_v;     ///< `[D]`
-    Mat<T> w_o;     ///< `[D, D]` output projection after the heads are merged
-    Vec<T> b_o;     ///< `[D]`
-    Vec<T> ln2_g;   ///< `[D]` LayerNorm before the FFN: scale
-    Vec<T> ln2_b;   ///< `[D]` LayerNorm before the FFN: shift
-    Mat<T> w_fc;    ///< `[4D, D]` FFN expansion
-    Vec<T> b_fc;    ///< `[4D]`
-    Mat<T> w_proj;  ///< `[D, 4D]` FFN projection back to D
-    Vec<T> b_proj;  ///< `[D]`
+    Vec<Real> ln1_g;   ///< `[D]` LayerNorm before attention: scale (gamma)
+    Vec<Real> ln1_b;   ///< `[D]` LayerNorm before attention: shift (beta)
+    Mat<Real> w_q;     ///< `[D, D]` query projection, `q = x w_qᵀ + b_q`
+    Vec<Real> b_q;     ///< `[D]`
+    Mat<Real> w_k;     ///< `[D, D]` key projection
+    Vec<Real> b_k;     ///< `[D]`
+    Mat<Real> w_v;     ///< `[D, D]` value projection
+    Vec<Real> b_v;     ///< `[D]`
+    Mat<Real> w_o;     ///< `[D, D]` output projection after the heads are merged
+    Vec<Real> b_o;     ///< `[D]`
+    Vec<Real> ln2_g;   ///< `[D]` LayerNorm before the FFN: scale
+    Vec<Real> ln2_b;   ///< `[D]` LayerNorm before the FFN: shift
+    Mat<Real> w_fc;    ///< `[4D, D]` FFN expansion
+    Vec<Real> b_fc;    ///< `[4D]`
+    Mat<Real> w_proj;  ///< `[D, 4D]` FFN projection back to D
+    Vec<Real> b_proj;  ///< `[D]`
 };
 
 /// Every trainable tensor of the GPT. The same struct holds the gradients (see zeros_like).
-template <class T>
+template <class Real>
 struct GptParams {
-    Mat<T> wte;                       ///< `[V, D]` token embedding table
-    Mat<T> wpe;                       ///< `[T_max, D]` learned position table; `[0, D]` with RoPE
-    std::vector<GptBlock<T>> blocks;  ///< L blocks
-    Vec<T> ln_f_g;                    ///< `[D]` final LayerNorm: scale
-    Vec<T> ln_f_b;                    ///< `[D]` final LayerNorm: shift
-    Mat<T> lm_head;                   ///< `[V, D]` vocabulary projection, no bias, not tied to wte
+    Mat<Real> wte;  ///< `[V, D]` token embedding table
+    Mat<Real> wpe;  ///< `[T_max, D]` learned position table; `[0, D]` with RoPE
+    std::vector<GptBlock<Real>> blocks;  ///< L blocks
+    Vec<Real> ln_f_g;                    ///< `[D]` final LayerNorm: scale
+    Vec<Real> ln_f_b;                    ///< `[D]` final LayerNorm: shift
+    Mat<Real> lm_head;  ///< `[V, D]` vocabulary projection, no bias, not tied to wte
 };
 
 /// One parameter tensor seen as a flat array: what an optimizer, a checkpoint or zero_grad
 /// needs, without knowing the model's structure.
-template <class T>
+template <class Real>
 struct ParamRef {
     std::string name;  ///< e.g. `"wte"`, `"blocks.0.w_q"`, `"lm_head"`
-    T* data;           ///< the first element; the tensor is contiguous, row-major
+    Real* data;        ///< the first element; the tensor is contiguous, row-major
     std::size_t size;  ///< number of elements
     Shape shape;       ///< PyTorch layout, e.g. `[D, D]`
 };
 
 /// What one block's forward keeps for its backward (N = B·T rows).
-template <class T>
+template <class Real>
 struct GptBlockCache {
-    Mat<T> x_in;     ///< `[N, D]` residual stream entering the block
-    Mat<T> ln1;      ///< `[N, D]` LayerNorm 1 output
-    Cube<T> q;       ///< `[B, H, T, d]` queries (rotated, with RoPE)
-    Cube<T> k;       ///< `[B, H, T, d]` keys (rotated, with RoPE)
-    Cube<T> v;       ///< `[B, H, T, d]` values
-    Cube<T> att;     ///< `[B, H, T, T]` causal attention weights
-    Mat<T> att_out;  ///< `[N, D]` attention output with the heads merged (input of w_o)
-    Mat<T> x_mid;    ///< `[N, D]` residual stream after the attention half
-    Mat<T> ln2;      ///< `[N, D]` LayerNorm 2 output
-    Mat<T> fc;       ///< `[N, 4D]` FFN expansion before GELU
-    Mat<T> fc_gelu;  ///< `[N, 4D]` after GELU (input of w_proj)
+    Mat<Real> x_in;     ///< `[N, D]` residual stream entering the block
+    Mat<Real> ln1;      ///< `[N, D]` LayerNorm 1 output
+    Heads<Real> q;      ///< `[B, H, T, d]` queries (rotated, with RoPE)
+    Heads<Real> k;      ///< `[B, H, T, d]` keys (rotated, with RoPE)
+    Heads<Real> v;      ///< `[B, H, T, d]` values
+    Heads<Real> att;    ///< `[B, H, T, T]` causal attention weights
+    Mat<Real> att_out;  ///< `[N, D]` attention output with the heads merged (input of w_o)
+    Mat<Real> x_mid;    ///< `[N, D]` residual stream after the attention half
+    Mat<Real> ln2;      ///< `[N, D]` LayerNorm 2 output
+    Mat<Real> fc;       ///< `[N, 4D]` FFN expansion before GELU
+    Mat<Real> fc_gelu;  ///< `[N, 4D]` after GELU (input of w_proj)
 };
 
 /// The activations of one forward, saved for gpt_backward (like llm.c's activation buffers).
-template <class T>
+template <class Real>
 struct GptCache {
-    std::size_t batch = 0;                 ///< B
-    std::size_t seq_len = 0;               ///< T
-    TokenIds inputs;                       ///< `[B, T]` the input ids
-    xt::xtensor<std::int64_t, 1> targets;  ///< `[N]` flattened targets (empty after gpt_logits)
-    std::int64_t ignore_index = -1;        ///< the target value left out of the loss
-    std::vector<GptBlockCache<T>> blocks;  ///< one per block
-    Mat<T> x_final;                        ///< `[N, D]` residual stream after the last block
-    Mat<T> ln_f;                           ///< `[N, D]` final LayerNorm output (input of lm_head)
-    Mat<T> logits;                         ///< `[N, V]`
+    std::size_t batch = 0;                    ///< B
+    std::size_t seq_len = 0;                  ///< T
+    TokenIds inputs;                          ///< `[B, T]` the input ids
+    xt::xtensor<std::int64_t, 1> targets;     ///< `[N]` flattened targets (empty after gpt_logits)
+    std::int64_t ignore_index = -1;           ///< the target value left out of the loss
+    std::vector<GptBlockCache<Real>> blocks;  ///< one per block
+    Mat<Real> x_final;                        ///< `[N, D]` residual stream after the last block
+    Mat<Real> ln_f;         ///< `[N, D]` final LayerNorm output (input of lm_head)
+    Mat<Real> logits;       ///< `[N, V]`
     bool has_loss = false;  ///< true once gpt_forward computed a loss (gpt_backward needs it)
 };
 
@@ -183,8 +182,8 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
 /// @param c the configuration they must match
 /// @throws ShapeError naming fn, which, the tensor (e.g. `blocks.1.w_fc`), its shape, the
 ///         expected one and the config
-template <class T>
-void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p,
+template <class Real>
+void require_gpt_shapes(const char* fn, const char* which, const GptParams<Real>& p,
                         const GptConfig& c) {
     const std::size_t D = c.D, F = 4 * D;
     const auto need = [&](const char* name, std::size_t l, const auto& t,
@@ -206,7 +205,7 @@ void require_gpt_shapes(const char* fn, const char* which, const GptParams<T>& p
             " blocks, expected L = " + std::to_string(c.L) + " for config " + config_str(c));
     }
     for (std::size_t l = 0; l < c.L; ++l) {
-        const GptBlock<T>& b = p.blocks[l];
+        const GptBlock<Real>& b = p.blocks[l];
         need("ln1_g", l, b.ln1_g, {D});
         need("ln1_b", l, b.ln1_b, {D});
         need("w_q", l, b.w_q, {D, D});
@@ -246,14 +245,14 @@ inline namespace WB_IMPL {
 /// @throws ShapeError if any of V, T_max, D, H, L is 0 or H does not divide D (the message
 ///         names the config), or a tensor would hold more than 2^48 elements (V·D, T_max·D,
 ///         L·4·D·D: wb::checked_size, before anything is allocated)
-template <class T>
-GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed);
+template <class Real>
+GptParams<Real> init_gpt(const GptConfig& config, std::uint64_t seed);
 
 /// A GPT-shaped set of zeros: the gradient buffers of `params`.
 /// @param params any parameters
 /// @return the same shapes, every element 0
-template <class T>
-GptParams<T> zeros_like(const GptParams<T>& params);
+template <class Real>
+GptParams<Real> zeros_like(const GptParams<Real>& params);
 
 /// Every tensor of the model, in this fixed order (the order of AdamW's state and of a
 /// checkpoint):
@@ -269,14 +268,14 @@ GptParams<T> zeros_like(const GptParams<T>& params);
 /// `params` lives and its tensors are not resized.
 /// @param params the model (or its gradients)
 /// @return one ParamRef per tensor, named as above (`"blocks.0.w_q"`)
-template <class T>
-std::vector<ParamRef<T>> parameters(GptParams<T>& params);
+template <class Real>
+std::vector<ParamRef<Real>> parameters(GptParams<Real>& params);
 
 /// Read-only version of parameters(), same order and names.
 /// @param params the model (or its gradients)
 /// @return one ParamRef per tensor
-template <class T>
-std::vector<ParamRef<const T>> parameters(const GptParams<T>& params);
+template <class Real>
+std::vector<ParamRef<const Real>> parameters(const GptParams<Real>& params);
 
 /// Next-token targets (§15): the model reads `tokens[:, :-1]` and must predict
 /// `tokens[:, 1:]`. Position t sees tokens 0..t and is scored on token t + 1.
@@ -353,8 +352,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
 
 /// Sets every gradient to 0: the `optimizer.zero_grad()` that starts each step of §21.7.
 /// @param grads every tensor of it is filled with 0
-template <class T>
-void zero_grad(GptParams<T>& grads);
+template <class Real>
+void zero_grad(GptParams<Real>& grads);
 
 /// @}
 

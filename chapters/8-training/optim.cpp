@@ -11,8 +11,8 @@
 namespace wb {
 inline namespace WB_IMPL {
 
-template <class T>
-void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+template <class Real>
+void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWState<Real>& state,
                 const AdamWConfig& config) {
     // Spec: optim.hpp, @throws first. Guide §12.
     (void)params, (void)grads, (void)state, (void)config;

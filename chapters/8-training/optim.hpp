@@ -29,11 +29,11 @@ struct AdamWConfig {
 };
 
 /// What AdamW remembers between steps: it must be saved to resume training (§21.9).
-template <class T>
+template <class Real>
 struct AdamWState {
-    std::int64_t step = 0;  ///< steps taken so far (t of the bias correction)
-    std::vector<Vec<T>> m;  ///< first moments, one flat `[size]` per tensor of parameters()
-    std::vector<Vec<T>> v;  ///< second moments, same layout
+    std::int64_t step = 0;     ///< steps taken so far (t of the bias correction)
+    std::vector<Vec<Real>> m;  ///< first moments, one flat `[size]` per tensor of parameters()
+    std::vector<Vec<Real>> v;  ///< second moments, same layout
 };
 
 /// @}
@@ -69,8 +69,8 @@ inline namespace WB_IMPL {
 ///         would overflow); all checked before anything is changed
 /// @throws ShapeError if grads' tensors differ in number or size from params', or a non-empty
 ///         state does not match them (e.g. a state restored for another model)
-template <class T>
-void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+template <class Real>
+void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWState<Real>& state,
                 const AdamWConfig& config);
 
 /// @}

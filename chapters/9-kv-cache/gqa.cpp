@@ -8,8 +8,8 @@
 namespace wb {
 inline namespace WB_IMPL {
 
-Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                          bool causal) {
+Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                           bool causal) {
     // Spec: gqa.hpp, @throws first. Guide: Extra, grouped-query attention (which K/V head a Query
     // head reads; the mask with history).
     (void)q, (void)k, (void)v, (void)causal;

@@ -7,7 +7,7 @@
 /// instead of H. Multi-query attention (MQA) is the extreme `H_kv = 1`; ordinary multi-head
 /// attention (MHA, the rest of this chapter) is `H_kv = H`.
 ///
-/// Shapes: B sequences, H query heads, H_kv K/V heads (H_kv divides H), T queries, S keys,
+/// Shapes: B sequences, H query heads, H_kv K/V heads (H_kv divides H), T queries, M keys,
 /// d the width of one head.
 #pragma once
 
@@ -27,24 +27,24 @@ inline namespace WB_IMPL {
 /// of `G = H / H_kv` consecutive query heads. Query head h reads K/V head `h / G`:
 /// ```
 ///   q [B, H, T, d]      query heads  0 .. G-1 | G .. 2G-1 | ... | H-G .. H-1
-///   k, v [B, H_kv, S, d]  K/V head        0     |     1      | ... |   H_kv-1
+///   k, v [B, H_kv, M, d]  K/V head        0     |     1      | ... |   H_kv-1
 ///
 ///   out[b, h] = softmax(q[b, h] · k[b, h / G]ᵀ / sqrt(d)) · v[b, h / G]      [T, d]
 /// ```
-/// With `causal`, the T queries are the **last** T of the S positions (what decode with a
-/// cache needs: S - T positions of history, then the T new tokens), so query t may see the
-/// keys `s <= t + (S - T)`; later keys get weight exactly 0. With T == S this is the usual
-/// causal mask `s <= t`. Without `causal`, every query sees every key.
+/// With `causal`, the T queries are the **last** T of the M positions (what decode with a
+/// cache needs: M - T positions of history, then the T new tokens), so query t may see the
+/// keys `j <= t + (M - T)`; later keys get weight exactly 0. With T == M this is the usual
+/// causal mask `j <= t`. Without `causal`, every query sees every key.
 /// @param q `[B, H, T, d]` queries, H query heads
-/// @param k `[B, H_kv, S, d]` keys, H_kv heads, H_kv divides H
-/// @param v `[B, H_kv, S, d]` values, the same shape as k
-/// @param causal hide the keys after each query's own position (requires T <= S)
+/// @param k `[B, H_kv, M, d]` keys, H_kv heads, H_kv divides H
+/// @param v `[B, H_kv, M, d]` values, the same shape as k
+/// @param causal hide the keys after each query's own position (requires T <= M)
 /// @return `[B, H, T, d]`: for each query head, the weighted average of its group's values
 /// @throws ShapeError if any axis of q, k or v is 0, k and v differ in shape, q and k differ
-///         in B or in d, H_kv does not divide H, or causal with T > S (the message names
+///         in B or in d, H_kv does not divide H, or causal with T > M (the message names
 ///         "wb::gqa_attention", the shapes and what was expected)
-Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                          bool causal);
+Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                           bool causal);
 
 /// The number of floats in a full GQA cache: K and V, in each of L layers, for B sequences
 /// of T_max positions, but only H_kv heads of width d = D / H per position:

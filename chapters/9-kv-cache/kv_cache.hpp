@@ -49,9 +49,9 @@ namespace wb {
 /// `[length, T_max)` are still zero. Queries are not cached: only the newest token asks a
 /// question, the old queries are never used again (§16).
 struct KvCache {
-    std::vector<Cube<float>> k;  ///< L entries, each [B, H, T_max, d]
-    std::vector<Cube<float>> v;  ///< L entries, each [B, H, T_max, d]
-    std::size_t length = 0;      ///< positions filled so far (the next token's position)
+    std::vector<Heads<float>> k;  ///< L entries, each [B, H, T_max, d]
+    std::vector<Heads<float>> v;  ///< L entries, each [B, H, T_max, d]
+    std::size_t length = 0;       ///< positions filled so far (the next token's position)
 };
 
 /// @}

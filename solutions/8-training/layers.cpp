@@ -24,45 +24,33 @@ namespace wb {
 inline namespace WB_IMPL {
 namespace {
 
-// Throws ShapeError from `function` unless `x` has exactly the shape `expected`; `what`
-// names the argument and its axes, `why` says where the expected shape comes from.
-template <class E>
-void need(const char* function, const char* what, const E& x, const Shape& expected,
-          const std::string& why) {
-    const Shape got(x.shape().begin(), x.shape().end());
-    if (got != expected) {
-        throw ShapeError(std::string(function) + ": " + what + " has shape " + shape_str(got) +
-                         ", expected " + shape_str(expected) + " (" + why + ")");
-    }
-}
-
 // log(sum_j exp(z_j)) of one row z [V], stable: the row maximum m is taken out first, so
 // every exp argument is <= 0 (logits of +1000 would overflow exp to inf, and -1000 would
 // underflow every term to 0 and give log 0 = -inf).
-template <class T>
-T logsumexp(const T* z, std::size_t V) {
-    T m = z[0];
+template <class Real>
+Real logsumexp(const Real* z, std::size_t V) {
+    Real m = z[0];
     for (std::size_t j = 1; j < V; ++j) m = std::max(m, z[j]);
-    T sum = 0;
+    Real sum = 0;
     for (std::size_t j = 0; j < V; ++j) sum += std::exp(z[j] - m);
     return m + std::log(sum);
 }
 
 // p = softmax(z) of one row [V], through the same stable log-sum-exp.
-template <class T>
-void softmax_row(const T* z, T* p, std::size_t V) {
-    const T lse = logsumexp(z, V);
+template <class Real>
+void softmax_row(const Real* z, Real* p, std::size_t V) {
+    const Real lse = logsumexp(z, V);
     for (std::size_t j = 0; j < V; ++j) p[j] = std::exp(z[j] - lse);
 }
 
 // The checks shared by cross_entropy_forward and _backward. Returns the number of valid
 // (not ignored) rows. Every target is checked before anything is computed.
-template <class T>
-std::size_t check_targets(const char* function, const Mat<T>& logits,
+template <class Real>
+std::size_t check_targets(const char* function, const Mat<Real>& logits,
                           const xt::xtensor<std::int64_t, 1>& targets, std::int64_t ignore_index) {
     const std::size_t N = logits.shape(0), V = logits.shape(1);
-    need(function, "targets [N]", targets, {N},
-         "one target per row of logits [N, V] = " + shape_str(logits.shape()));
+    require_shape(function, "targets [N]", targets, {N},
+                  "one target per row of logits [N, V] = " + shape_str(logits.shape()));
     std::size_t valid = 0;
     for (std::size_t n = 0; n < N; ++n) {
         const std::int64_t t = targets(n);
@@ -78,8 +66,9 @@ std::size_t check_targets(const char* function, const Mat<T>& logits,
 }
 
 // q, k, v alike, d >= 1 (what the forward, chapter 4's sdpa, accepted for causal attention).
-template <class T>
-void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const Cube<T>& v) {
+template <class Real>
+void check_qkv(const char* function, const Heads<Real>& q, const Heads<Real>& k,
+               const Heads<Real>& v) {
     if (k.shape() != q.shape() || v.shape() != q.shape() || q.shape(3) == 0) {
         throw ShapeError(std::string(function) + ": q [B, H, T, d] has shape " +
                          shape_str(q.shape()) + ", k has shape " + shape_str(k.shape()) +
@@ -92,23 +81,26 @@ void check_qkv(const char* function, const Cube<T>& q, const Cube<T>& k, const C
 
 // ---- Linear: y = x Wᵀ + b -------------------------------------------------------------------
 
-template <class T>
-void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Mat<T>& dx,
-                     Mat<T>& dweight, Vec<T>& dbias) {
+template <class Real>
+void linear_backward(const Mat<Real>& dy, const Mat<Real>& x, const Mat<Real>& weight,
+                     Mat<Real>& dx, Mat<Real>& dweight, Vec<Real>& dbias) {
     const char* f = "wb::linear_backward";
     const std::size_t N = x.shape(0), in = x.shape(1), out = weight.shape(0);
-    need(f, "weight [out, in]", weight, {out, in}, "in from x [N, in] = " + shape_str(x.shape()));
-    need(f, "dy [N, out]", dy, {N, out}, "N from x, out from weight");
-    need(f, "dweight [out, in]", dweight, {out, in}, "the weight's shape; it is accumulated");
-    if (dbias.size() != 0) need(f, "dbias [out]", dbias, {out}, "[out], or empty for no bias");
+    require_shape(f, "weight [out, in]", weight, {out, in},
+                  "in from x [N, in] = " + shape_str(x.shape()));
+    require_shape(f, "dy [N, out]", dy, {N, out}, "N from x, out from weight");
+    require_shape(f, "dweight [out, in]", dweight, {out, in},
+                  "the weight's shape; it is accumulated");
+    if (dbias.size() != 0)
+        require_shape(f, "dbias [out]", dbias, {out}, "[out], or empty for no bias");
 
     // dx = dy W: each input feature collects the gradient of every output it fed. Assigned.
-    dx = xt::zeros<T>({N, in});  // [N, in]
+    dx = xt::zeros<Real>({N, in});  // [N, in]
     if (N > 0 && in > 0 && out > 0) {
         dx = xt::linalg::dot(dy, weight);  // [N, out] · [out, in]
         // dweight += dyᵀ x: weight (o, i) met input i of every row, scaled by that row's dy_o.
-        Mat<T> dw = xt::linalg::dot(xt::transpose(dy), x);  // [out, N] · [N, in]
-        dweight += dw;                                      // ACCUMULATE, never assign
+        Mat<Real> dw = xt::linalg::dot(xt::transpose(dy), x);  // [out, N] · [N, in]
+        dweight += dw;                                         // ACCUMULATE, never assign
     }
     // dbias += sum over rows of dy: the bias is added to every row.
     if (dbias.size() != 0) {
@@ -119,9 +111,9 @@ void linear_backward(const Mat<T>& dy, const Mat<T>& x, const Mat<T>& weight, Ma
 
 // ---- LayerNorm over the features of each row ------------------------------------------------
 
-template <class T>
-void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma, T eps, Mat<T>& dx,
-                         Vec<T>& dgamma, Vec<T>& dbeta) {
+template <class Real>
+void layer_norm_backward(const Mat<Real>& dy, const Mat<Real>& x, const Vec<Real>& gamma, Real eps,
+                         Mat<Real>& dx, Vec<Real>& dgamma, Vec<Real>& dbeta) {
     const char* f = "wb::layer_norm_backward";
     const std::size_t N = x.shape(0), D = x.shape(1);
     if (D == 0) {
@@ -129,40 +121,40 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
                          ", expected D >= 1 features");
     }
     const std::string from_x = "from x [N, D] = " + shape_str(x.shape());
-    need(f, "dy [N, D]", dy, {N, D}, "the shape of x");
-    need(f, "gamma [D]", gamma, {D}, from_x);
-    need(f, "dgamma [D]", dgamma, {D}, from_x + "; it is accumulated");
-    need(f, "dbeta [D]", dbeta, {D}, from_x + "; it is accumulated");
-    if (!(eps > T(0)) || !std::isfinite(eps)) {  // the rule of chapter 7's layer_norm
+    require_shape(f, "dy [N, D]", dy, {N, D}, "the shape of x");
+    require_shape(f, "gamma [D]", gamma, {D}, from_x);
+    require_shape(f, "dgamma [D]", dgamma, {D}, from_x + "; it is accumulated");
+    require_shape(f, "dbeta [D]", dbeta, {D}, from_x + "; it is accumulated");
+    if (!(eps > Real(0)) || !std::isfinite(eps)) {  // the rule of chapter 7's layer_norm
         throw ValueError(std::string(f) + ": eps = " + std::to_string(eps) +
                          ", expected eps > 0 and finite (the forward's eps)");
     }
 
-    dx = Mat<T>::from_shape({N, D});  // [N, D] assigned
+    dx = Mat<Real>::from_shape({N, D});  // [N, D] assigned
     for (std::size_t n = 0; n < N; ++n) {
         // The row's statistics, recomputed exactly as the forward computed them: the mean,
         // the biased variance (divide by D) and s = 1 / sqrt(var + eps).
-        T m = 0;
+        Real m = 0;
         for (std::size_t i = 0; i < D; ++i) m += x(n, i);
-        m /= static_cast<T>(D);
-        T var = 0;
+        m /= static_cast<Real>(D);
+        Real var = 0;
         for (std::size_t i = 0; i < D; ++i) var += (x(n, i) - m) * (x(n, i) - m);
-        var /= static_cast<T>(D);
-        const T s = T(1) / std::sqrt(var + eps);
+        var /= static_cast<Real>(D);
+        const Real s = Real(1) / std::sqrt(var + eps);
         // g = dy ⊙ gamma is the gradient of xhat. Its two row means are the two terms that
         // the mean and the variance contribute: every xhat_i depends on the whole row.
-        T g_mean = 0, gx_mean = 0;
+        Real g_mean = 0, gx_mean = 0;
         for (std::size_t i = 0; i < D; ++i) {
-            const T xhat = (x(n, i) - m) * s;
-            const T g = dy(n, i) * gamma(i);
+            const Real xhat = (x(n, i) - m) * s;
+            const Real g = dy(n, i) * gamma(i);
             g_mean += g;
             gx_mean += g * xhat;
         }
-        g_mean /= static_cast<T>(D);
-        gx_mean /= static_cast<T>(D);
+        g_mean /= static_cast<Real>(D);
+        gx_mean /= static_cast<Real>(D);
         for (std::size_t i = 0; i < D; ++i) {
-            const T xhat = (x(n, i) - m) * s;
-            const T g = dy(n, i) * gamma(i);
+            const Real xhat = (x(n, i) - m) * s;
+            const Real g = dy(n, i) * gamma(i);
             // dx = rstd (g − mean(g) − xhat · mean(g ⊙ xhat))
             dx(n, i) = s * (g - g_mean - xhat * gx_mean);
             dgamma(i) += dy(n, i) * xhat;  // accumulated over rows and over calls
@@ -173,19 +165,19 @@ void layer_norm_backward(const Mat<T>& dy, const Mat<T>& x, const Vec<T>& gamma,
 
 // ---- GELU, exact: x Φ(x) ---------------------------------------------------------------------
 
-template <class T>
-Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
+template <class Real>
+Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x) {
     if (dy.shape() != x.shape()) {
         throw ShapeError("wb::gelu_backward: dy has shape " + shape_str(dy.shape()) +
                          " and x has shape " + shape_str(x.shape()) + ", expected the same shape");
     }
-    const T inv_sqrt2 = T(1) / std::sqrt(T(2));
-    const T inv_sqrt2pi = T(1) / std::sqrt(T(2) * std::acos(T(-1)));  // 1/sqrt(2 pi)
-    Mat<T> dx = Mat<T>::from_shape(x.shape());                        // [N, F]
+    const Real inv_sqrt2 = Real(1) / std::sqrt(Real(2));
+    const Real inv_sqrt2pi = Real(1) / std::sqrt(Real(2) * std::acos(Real(-1)));  // 1/sqrt(2 pi)
+    Mat<Real> dx = Mat<Real>::from_shape(x.shape());                              // [N, F]
     for (std::size_t k = 0; k < x.size(); ++k) {
-        const T v = x.data()[k];
-        const T cdf = T(0.5) * (T(1) + std::erf(v * inv_sqrt2));  // Φ(x)
-        const T pdf = std::exp(T(-0.5) * v * v) * inv_sqrt2pi;    // φ(x) = Φ'(x)
+        const Real v = x.data()[k];
+        const Real cdf = Real(0.5) * (Real(1) + std::erf(v * inv_sqrt2));  // Φ(x)
+        const Real pdf = std::exp(Real(-0.5) * v * v) * inv_sqrt2pi;       // φ(x) = Φ'(x)
         // d/dx [x Φ(x)] = Φ(x) + x φ(x)   (product rule)
         dx.data()[k] = dy.data()[k] * (cdf + v * pdf);
     }
@@ -194,28 +186,29 @@ Mat<T> gelu_backward(const Mat<T>& dy, const Mat<T>& x) {
 
 // ---- Causal attention on split heads ---------------------------------------------------------
 
-template <class T>
-void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube<T>& k,
-                               const Cube<T>& v, const Cube<T>& weights, Cube<T>& dq, Cube<T>& dk,
-                               Cube<T>& dv) {
+template <class Real>
+void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, const Heads<Real>& k,
+                               const Heads<Real>& v, const Heads<Real>& weights, Heads<Real>& dq,
+                               Heads<Real>& dk, Heads<Real>& dv) {
     const char* f = "wb::causal_attention_backward";
     check_qkv(f, q, k, v);
-    const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
-    need(f, "dout [B, H, T, d]", dout, {B, H, Tn, d}, "the shape of q");
-    need(f, "weights [B, H, T, T]", weights, {B, H, Tn, Tn},
-         "B, H, T from q [B, H, T, d] = " + shape_str(q.shape()) + ", as saved by the forward");
-    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const std::size_t B = q.shape(0), H = q.shape(1), T = q.shape(2), d = q.shape(3);
+    require_shape(f, "dout [B, H, T, d]", dout, {B, H, T, d}, "the shape of q");
+    require_shape(
+        f, "weights [B, H, T, T]", weights, {B, H, T, T},
+        "B, H, T from q [B, H, T, d] = " + shape_str(q.shape()) + ", as saved by the forward");
+    const Real scale = Real(1) / std::sqrt(static_cast<Real>(d));
 
-    dq = xt::zeros<T>({B, H, Tn, d});  // [B, H, T, d] assigned
-    dk = xt::zeros<T>({B, H, Tn, d});
-    dv = xt::zeros<T>({B, H, Tn, d});
-    std::vector<T> dw(Tn);  // [T] gradient of one query's weights, then of its scores
+    dq = xt::zeros<Real>({B, H, T, d});  // [B, H, T, d] assigned
+    dk = xt::zeros<Real>({B, H, T, d});
+    dv = xt::zeros<Real>({B, H, T, d});
+    std::vector<Real> dw(T);  // [T] gradient of one query's weights, then of its scores
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t i = 0; i < Tn; ++i) {
+            for (std::size_t i = 0; i < T; ++i) {
                 // out_i = sum_j w_ij v_j  ->  dw_ij = dout_i · v_j,  dv_j += w_ij dout_i
                 for (std::size_t j = 0; j <= i; ++j) {
-                    T g = 0;
+                    Real g = 0;
                     for (std::size_t c = 0; c < d; ++c) {
                         g += dout(b, h, i, c) * v(b, h, j, c);
                         dv(b, h, j, c) += weights(b, h, i, j) * dout(b, h, i, c);
@@ -223,12 +216,12 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
                     dw[j] = g;
                 }
                 // Softmax Jacobian-vector product: ds_ij = w_ij (dw_ij − sum_l w_il dw_il).
-                T dot = 0;
+                Real dot = 0;
                 for (std::size_t j = 0; j <= i; ++j) dot += weights(b, h, i, j) * dw[j];
                 for (std::size_t j = 0; j <= i; ++j) dw[j] = weights(b, h, i, j) * (dw[j] - dot);
                 // s_ij = scale · q_i · k_j  ->  dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i
                 for (std::size_t j = 0; j <= i; ++j) {
-                    const T ds = dw[j] * scale;
+                    const Real ds = dw[j] * scale;
                     for (std::size_t c = 0; c < d; ++c) {
                         dq(b, h, i, c) += ds * k(b, h, j, c);
                         dk(b, h, j, c) += ds * q(b, h, i, c);
@@ -242,10 +235,10 @@ void causal_attention_backward(const Cube<T>& dout, const Cube<T>& q, const Cube
 
 // ---- RoPE: a rotation per pair of features, undone by the opposite rotation ------------------
 
-template <class T>
-Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
+template <class Real>
+Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base) {
     const char* f = "wb::rope_backward";
-    const std::size_t B = dy.shape(0), H = dy.shape(1), Tn = dy.shape(2), d = dy.shape(3);
+    const std::size_t B = dy.shape(0), H = dy.shape(1), T = dy.shape(2), d = dy.shape(3);
     if (d % 2 != 0) {
         throw ShapeError(std::string(f) + ": dy [B, H, T, d] has shape " + shape_str(dy.shape()) +
                          ", expected an even head width d (RoPE turns pairs of features)");
@@ -254,22 +247,22 @@ Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
         throw ValueError(std::string(f) + ": offset = " + std::to_string(offset) +
                          ", expected offset >= 0 (the position of the first token)");
     }
-    if (!(base > T(1)) || !std::isfinite(base)) {
+    if (!(base > Real(1)) || !std::isfinite(base)) {
         throw ValueError(std::string(f) + ": base = " + std::to_string(base) +
                          ", expected a finite base > 1");
     }
-    Cube<T> dx = Cube<T>::from_shape(dy.shape());  // [B, H, T, d] assigned
-    for (std::size_t t = 0; t < Tn; ++t) {
+    Heads<Real> dx = Heads<Real>::from_shape(dy.shape());  // [B, H, T, d] assigned
+    for (std::size_t t = 0; t < T; ++t) {
         const double p = static_cast<double>(offset) + static_cast<double>(t);  // position
         for (std::size_t i = 0; i < d / 2; ++i) {
             // The forward's angle p θ_i in double, θ_i = base^(−2i/d).
             const double theta = std::pow(static_cast<double>(base),
                                           -2.0 * static_cast<double>(i) / static_cast<double>(d));
-            const T c = static_cast<T>(std::cos(p * theta)),
-                    sn = static_cast<T>(std::sin(p * theta));
+            const Real c = static_cast<Real>(std::cos(p * theta)),
+                       sn = static_cast<Real>(std::sin(p * theta));
             for (std::size_t b = 0; b < B; ++b) {
                 for (std::size_t h = 0; h < H; ++h) {
-                    const T g0 = dy(b, h, t, 2 * i), g1 = dy(b, h, t, 2 * i + 1);
+                    const Real g0 = dy(b, h, t, 2 * i), g1 = dy(b, h, t, 2 * i + 1);
                     // The transposed rotation [[c, s], [−s, c]]: the angle −p θ_i.
                     dx(b, h, t, 2 * i) = g0 * c + g1 * sn;
                     dx(b, h, t, 2 * i + 1) = -g0 * sn + g1 * c;
@@ -282,17 +275,17 @@ Cube<T> rope_backward(const Cube<T>& dy, std::int64_t offset, T base) {
 
 // ---- Embedding backward ---------------------------------------------------------------------
 
-template <class T>
-void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable) {
+template <class Real>
+void embedding_backward(const TokenIds& ids, const Mat<Real>& dout, Mat<Real>& dtable) {
     const char* f = "wb::embedding_backward";
-    const std::size_t B = ids.shape(0), Tn = ids.shape(1);
+    const std::size_t B = ids.shape(0), T = ids.shape(1);
     const std::size_t V = dtable.shape(0), D = dtable.shape(1);
-    need(f, "dout [B*T, D]", dout, {B * Tn, D},
-         "B*T rows from ids [B, T] = " + shape_str(ids.shape()) +
-             ", D from dtable [V, D] = " + shape_str(dtable.shape()));
+    require_shape(f, "dout [B*T, D]", dout, {B * T, D},
+                  "B*T rows from ids [B, T] = " + shape_str(ids.shape()) +
+                      ", D from dtable [V, D] = " + shape_str(dtable.shape()));
     // Check every id before touching dtable, so that an error leaves it unchanged.
     for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < Tn; ++t) {
+        for (std::size_t t = 0; t < T; ++t) {
             const std::int64_t id = ids(b, t);
             if (id < 0 || id >= static_cast<std::int64_t>(V)) {
                 throw ValueError(std::string(f) + ": ids[" + std::to_string(b) + ", " +
@@ -304,8 +297,8 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
     // The forward copied row ids[b, t] of the table; its gradient flows back there. A token
     // that occurs several times gets the SUM of its rows' gradients (+=, never =).
     for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < Tn; ++t) {
-            const std::size_t row = b * Tn + t;                   // row of dout
+        for (std::size_t t = 0; t < T; ++t) {
+            const std::size_t row = b * T + t;                    // row of dout
             const auto id = static_cast<std::size_t>(ids(b, t));  // row of dtable
             for (std::size_t c = 0; c < D; ++c) dtable(id, c) += dout(row, c);
         }
@@ -314,58 +307,59 @@ void embedding_backward(const TokenIds& ids, const Mat<T>& dout, Mat<T>& dtable)
 
 // ---- Cross entropy from raw logits -----------------------------------------------------------
 
-template <class T>
-T cross_entropy_forward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                        std::int64_t ignore_index) {
+template <class Real>
+Real cross_entropy_forward(const Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                           std::int64_t ignore_index) {
     const std::size_t valid =
         check_targets("wb::cross_entropy_forward", logits, targets, ignore_index);
     const std::size_t N = logits.shape(0), V = logits.shape(1);
-    if (valid == 0) return T(0);  // nothing to learn from: 0, not 0/0
-    T total = 0;
+    if (valid == 0) return Real(0);  // nothing to learn from: 0, not 0/0
+    Real total = 0;
     for (std::size_t n = 0; n < N; ++n) {
         if (targets(n) == ignore_index) continue;  // padding: not part of the loss
-        const T* z = &logits(n, 0);                // [V] raw logits of row n
+        const Real* z = &logits(n, 0);             // [V] raw logits of row n
         const auto t = static_cast<std::size_t>(targets(n));
         // −log softmax(z)[t] = logsumexp(z) − z[t], without ever forming the probabilities
         total += logsumexp(z, V) - z[t];
     }
-    return total / static_cast<T>(valid);  // mean over the VALID rows
+    return total / static_cast<Real>(valid);  // mean over the VALID rows
 }
 
-template <class T>
-Mat<T> cross_entropy_backward(const Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                              std::int64_t ignore_index) {
+template <class Real>
+Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
+                                 const xt::xtensor<std::int64_t, 1>& targets,
+                                 std::int64_t ignore_index) {
     const std::size_t valid =
         check_targets("wb::cross_entropy_backward", logits, targets, ignore_index);
     const std::size_t N = logits.shape(0), V = logits.shape(1);
-    Mat<T> dlogits = xt::zeros<T>({N, V});  // [N, V]; ignored rows stay 0
+    Mat<Real> dlogits = xt::zeros<Real>({N, V});  // [N, V]; ignored rows stay 0
     for (std::size_t n = 0; n < N; ++n) {
         if (targets(n) == ignore_index) continue;
-        T* g = &dlogits(n, 0);
-        softmax_row(&logits(n, 0), g, V);                                   // g = softmax(z)
-        g[static_cast<std::size_t>(targets(n))] -= T(1);                    // − onehot(target)
-        for (std::size_t j = 0; j < V; ++j) g[j] /= static_cast<T>(valid);  // of the mean
+        Real* g = &dlogits(n, 0);
+        softmax_row(&logits(n, 0), g, V);                                      // g = softmax(z)
+        g[static_cast<std::size_t>(targets(n))] -= Real(1);                    // − onehot(target)
+        for (std::size_t j = 0; j < V; ++j) g[j] /= static_cast<Real>(valid);  // of the mean
     }
     return dlogits;
 }
 
 // ---- The two instantiations: float for training, double for the gradient checks -------------
 
-#define WB_INSTANTIATE_LAYERS(T)                                                                   \
-    template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&, Mat<T>&,         \
-                                     Mat<T>&, Vec<T>&);                                            \
-    template void layer_norm_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, T, Mat<T>&,  \
-                                         Vec<T>&, Vec<T>&);                                        \
-    template Mat<T> gelu_backward<T>(const Mat<T>&, const Mat<T>&);                                \
-    template Cube<T> rope_backward<T>(const Cube<T>&, std::int64_t, T);                            \
-    template void causal_attention_backward<T>(const Cube<T>&, const Cube<T>&, const Cube<T>&,     \
-                                               const Cube<T>&, const Cube<T>&, Cube<T>&, Cube<T>&, \
-                                               Cube<T>&);                                          \
-    template void embedding_backward<T>(const TokenIds&, const Mat<T>&, Mat<T>&);                  \
-    template T cross_entropy_forward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,        \
-                                        std::int64_t);                                             \
-    template Mat<T> cross_entropy_backward<T>(const Mat<T>&, const xt::xtensor<std::int64_t, 1>&,  \
-                                              std::int64_t);
+#define WB_INSTANTIATE_LAYERS(Real)                                                               \
+    template void linear_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Mat<Real>&,     \
+                                        Mat<Real>&, Mat<Real>&, Vec<Real>&);                      \
+    template void layer_norm_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Vec<Real>&, \
+                                            Real, Mat<Real>&, Vec<Real>&, Vec<Real>&);            \
+    template Mat<Real> gelu_backward<Real>(const Mat<Real>&, const Mat<Real>&);                   \
+    template Heads<Real> rope_backward<Real>(const Heads<Real>&, std::int64_t, Real);             \
+    template void causal_attention_backward<Real>(                                                \
+        const Heads<Real>&, const Heads<Real>&, const Heads<Real>&, const Heads<Real>&,           \
+        const Heads<Real>&, Heads<Real>&, Heads<Real>&, Heads<Real>&);                            \
+    template void embedding_backward<Real>(const TokenIds&, const Mat<Real>&, Mat<Real>&);        \
+    template Real cross_entropy_forward<Real>(const Mat<Real>&,                                   \
+                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t); \
+    template Mat<Real> cross_entropy_backward<Real>(                                              \
+        const Mat<Real>&, const xt::xtensor<std::int64_t, 1>&, std::int64_t);
 
 WB_INSTANTIATE_LAYERS(float)
 WB_INSTANTIATE_LAYERS(double)

@@ -1,8 +1,8 @@
 // Chapter 8 — reference implementation: the GPT assembled from chapters 1–7 (the forward)
 // and the backwards of layers.cpp. The structure follows llm.c's gpt2_forward /
 // gpt2_backward: a forward that keeps every activation the backward needs, and a backward
-// that walks the same steps in reverse. In the templates T is the scalar type (float or
-// double); the sequence length is `seq`.
+// that walks the same steps in reverse. In the templates Real is the scalar type (float
+// or double); T is the sequence length, as everywhere.
 #include "8-training/model.hpp"
 
 #include "1-tensors/tensors.hpp"
@@ -22,22 +22,20 @@ inline namespace WB_IMPL {
 
 namespace {
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
 // Ids [B, T] with B, T >= 1, T <= T_max, each id in [0, V).
 void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c) {
-    const std::size_t B = ids.shape(0), seq = ids.shape(1);
-    if (B == 0 || seq == 0) {
+    const std::size_t B = ids.shape(0), T = ids.shape(1);
+    if (B == 0 || T == 0) {
         throw ShapeError(fn + ": inputs [B, T] has shape " + shape_str(ids.shape()) +
                          ", expected B >= 1 and T >= 1");
     }
-    if (seq > c.T_max) {
+    if (T > c.T_max) {
         throw ValueError(fn + ": inputs [B, T] has shape " + shape_str(ids.shape()) +
-                         ": T = " + num(seq) + " exceeds T_max = " + num(c.T_max) +
+                         ": T = " + num(T) + " exceeds T_max = " + num(c.T_max) +
                          " (the longest sequence the model was made for)");
     }
     for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < seq; ++t) {
+        for (std::size_t t = 0; t < T; ++t) {
             const std::int64_t id = ids(b, t);
             if (id < 0 || static_cast<std::size_t>(id) >= c.V) {
                 throw ValueError(fn + ": inputs[" + num(b) + ", " + num(t) + "] = " +
@@ -56,8 +54,8 @@ Mat<float> rows(const Tensor3& x) {
 }
 
 // [N, F] rows -> [B, T, F]: the inverse of rows(), for chapters 1–7's functions.
-Tensor3 seqs(const Mat<float>& m, std::size_t B, std::size_t seq) {
-    Tensor3 x = Tensor3::from_shape({B, seq, m.shape(1)});
+Tensor3 seqs(const Mat<float>& m, std::size_t B, std::size_t T) {
+    Tensor3 x = Tensor3::from_shape({B, T, m.shape(1)});
     std::copy(m.data(), m.data() + m.size(), x.data());
     return x;
 }
@@ -74,10 +72,10 @@ LayerNormParams as_layer_norm(const Vec<float>& gamma, const Vec<float>& beta) {
 // targets and the loss.
 void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const TokenIds& inputs,
                        GptCache<float>& cache) {
-    const std::size_t B = inputs.shape(0), seq = inputs.shape(1), H = c.H;
+    const std::size_t B = inputs.shape(0), T = inputs.shape(1), H = c.H;
     const bool rope = c.positions == Positions::rope;
     cache.batch = B;
-    cache.seq_len = seq;
+    cache.seq_len = T;
     cache.inputs = inputs;
     cache.targets = xt::xtensor<std::int64_t, 1>::from_shape({0});
     cache.has_loss = false;
@@ -86,7 +84,7 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
     // it turns q and k inside every block.
     Tensor3 x = embed(p.wte, inputs);           // [B, T, D]
     if (!rope) x = add_positions(x, p.wpe, 0);  // + wpe[0..T)
-    const Mask causal = causal_mask(seq);       // [1, T, T], chapter 6
+    const Mask causal = causal_mask(T);         // [1, T, T], chapter 6
 
     cache.blocks.resize(c.L);
     for (std::size_t l = 0; l < c.L; ++l) {
@@ -132,70 +130,70 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
 
 }  // namespace
 
-template <class T>
-GptParams<T> init_gpt(const GptConfig& config, std::uint64_t seed) {
+template <class Real>
+GptParams<Real> init_gpt(const GptConfig& config, std::uint64_t seed) {
     require_valid_config("wb::init_gpt", config);
     const std::size_t V = config.V, D = config.D;
     checked_size("wb::init_gpt", "wte [V, D]", {V, D});
     const std::size_t wpe_rows = config.positions == Positions::learned ? config.T_max : 0;
     checked_size("wb::init_gpt", "wpe [T_max, D]", {wpe_rows, D});
     checked_size("wb::init_gpt", "w_fc [4D, D] of every block", {config.L, 4, D, D});
-    GptParams<T> p;
-    p.wte = Mat<T>::from_shape({V, D});
-    p.wpe = Mat<T>::from_shape({wpe_rows, D});  // RoPE: no table, [0, D]
+    GptParams<Real> p;
+    p.wte = Mat<Real>::from_shape({V, D});
+    p.wpe = Mat<Real>::from_shape({wpe_rows, D});  // RoPE: no table, [0, D]
     p.blocks.resize(config.L);
-    for (GptBlock<T>& b : p.blocks) {
-        b.ln1_g = Vec<T>::from_shape({D});
-        b.ln1_b = Vec<T>::from_shape({D});
-        b.w_q = Mat<T>::from_shape({D, D});
-        b.b_q = Vec<T>::from_shape({D});
-        b.w_k = Mat<T>::from_shape({D, D});
-        b.b_k = Vec<T>::from_shape({D});
-        b.w_v = Mat<T>::from_shape({D, D});
-        b.b_v = Vec<T>::from_shape({D});
-        b.w_o = Mat<T>::from_shape({D, D});
-        b.b_o = Vec<T>::from_shape({D});
-        b.ln2_g = Vec<T>::from_shape({D});
-        b.ln2_b = Vec<T>::from_shape({D});
-        b.w_fc = Mat<T>::from_shape({4 * D, D});
-        b.b_fc = Vec<T>::from_shape({4 * D});
-        b.w_proj = Mat<T>::from_shape({D, 4 * D});
-        b.b_proj = Vec<T>::from_shape({D});
+    for (GptBlock<Real>& b : p.blocks) {
+        b.ln1_g = Vec<Real>::from_shape({D});
+        b.ln1_b = Vec<Real>::from_shape({D});
+        b.w_q = Mat<Real>::from_shape({D, D});
+        b.b_q = Vec<Real>::from_shape({D});
+        b.w_k = Mat<Real>::from_shape({D, D});
+        b.b_k = Vec<Real>::from_shape({D});
+        b.w_v = Mat<Real>::from_shape({D, D});
+        b.b_v = Vec<Real>::from_shape({D});
+        b.w_o = Mat<Real>::from_shape({D, D});
+        b.b_o = Vec<Real>::from_shape({D});
+        b.ln2_g = Vec<Real>::from_shape({D});
+        b.ln2_b = Vec<Real>::from_shape({D});
+        b.w_fc = Mat<Real>::from_shape({4 * D, D});
+        b.b_fc = Vec<Real>::from_shape({4 * D});
+        b.w_proj = Mat<Real>::from_shape({D, 4 * D});
+        b.b_proj = Vec<Real>::from_shape({D});
     }
-    p.ln_f_g = Vec<T>::from_shape({D});
-    p.ln_f_b = Vec<T>::from_shape({D});
-    p.lm_head = Mat<T>::from_shape({V, D});
+    p.ln_f_g = Vec<Real>::from_shape({D});
+    p.ln_f_b = Vec<Real>::from_shape({D});
+    p.lm_head = Mat<Real>::from_shape({V, D});
 
     // Matrices ~ N(0, 0.02²), vectors: LayerNorm gains 1, everything else (biases, betas) 0.
     std::mt19937_64 gen(seed);
     std::normal_distribution<double> normal(0.0, 0.02);
-    for (ParamRef<T>& r : parameters(p)) {
+    for (ParamRef<Real>& r : parameters(p)) {
         const bool matrix = r.shape.size() == 2;
         const bool gain = r.name.size() >= 2 && r.name.compare(r.name.size() - 2, 2, "_g") == 0;
         for (std::size_t i = 0; i < r.size; ++i) {
-            r.data[i] = matrix ? static_cast<T>(normal(gen)) : (gain ? T(1) : T(0));
+            r.data[i] = matrix ? static_cast<Real>(normal(gen)) : (gain ? Real(1) : Real(0));
         }
     }
     return p;
 }
 
-template <class T>
-GptParams<T> zeros_like(const GptParams<T>& params) {
-    GptParams<T> z = params;  // same shapes
+template <class Real>
+GptParams<Real> zeros_like(const GptParams<Real>& params) {
+    GptParams<Real> z = params;  // same shapes
     zero_grad(z);
     return z;
 }
 
-template <class T>
-std::vector<ParamRef<T>> parameters(GptParams<T>& p) {
-    std::vector<ParamRef<T>> refs;
+template <class Real>
+std::vector<ParamRef<Real>> parameters(GptParams<Real>& p) {
+    std::vector<ParamRef<Real>> refs;
     auto add = [&refs](const std::string& name, auto& t) {
         refs.push_back({name, t.data(), t.size(), Shape(t.shape().begin(), t.shape().end())});
     };
     add("wte", p.wte);
     add("wpe", p.wpe);
     for (std::size_t l = 0; l < p.blocks.size(); ++l) {
-        GptBlock<T>& b = p.blocks[l];
+        GptBlock<Real>& b = p.blocks[l];
         const std::string pre = "blocks." + std::to_string(l) + ".";
         add(pre + "ln1_g", b.ln1_g);
         add(pre + "ln1_b", b.ln1_b);
@@ -220,11 +218,11 @@ std::vector<ParamRef<T>> parameters(GptParams<T>& p) {
     return refs;
 }
 
-template <class T>
-std::vector<ParamRef<const T>> parameters(const GptParams<T>& p) {
+template <class Real>
+std::vector<ParamRef<const Real>> parameters(const GptParams<Real>& p) {
     // The same walk, read-only: nothing is written through the mutable references.
-    std::vector<ParamRef<const T>> refs;
-    for (const ParamRef<T>& r : parameters(const_cast<GptParams<T>&>(p))) {
+    std::vector<ParamRef<const Real>> refs;
+    for (const ParamRef<Real>& r : parameters(const_cast<GptParams<Real>&>(p))) {
         refs.push_back({r.name, r.data, r.size, r.shape});
     }
     return refs;
@@ -256,17 +254,17 @@ float gpt_forward(const GptParams<float>& params, const GptConfig& config, const
     check_inputs(fn, inputs, config);
     require_shape(fn.c_str(), "targets [B, T]", targets,
                   Shape(inputs.shape().begin(), inputs.shape().end()));
-    const std::size_t B = inputs.shape(0), seq = inputs.shape(1);
-    xt::xtensor<std::int64_t, 1> flat = xt::xtensor<std::int64_t, 1>::from_shape({B * seq});
+    const std::size_t B = inputs.shape(0), T = inputs.shape(1);
+    xt::xtensor<std::int64_t, 1> flat = xt::xtensor<std::int64_t, 1>::from_shape({B * T});
     for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t t = 0; t < seq; ++t) {
+        for (std::size_t t = 0; t < T; ++t) {
             const std::int64_t id = targets(b, t);
             if (id != ignore_index && (id < 0 || static_cast<std::size_t>(id) >= config.V)) {
                 throw ValueError(fn + ": targets[" + num(b) + ", " + num(t) + "] = " +
                                  std::to_string(id) + " is outside [0, V) = [0, " + num(config.V) +
                                  ") and is not ignore_index = " + std::to_string(ignore_index));
             }
-            flat(b * seq + t) = id;  // [B, T] -> [B·T], like the logits' rows (§21.7)
+            flat(b * T + t) = id;  // [B, T] -> [B·T], like the logits' rows (§21.7)
         }
     }
 
@@ -292,10 +290,10 @@ Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
 // batch, a tensor of another size) would make the backward read outside its tensors.
 void check_backward_cache(const std::string& fn, const GptCache<float>& c,
                           const GptConfig& config) {
-    const std::size_t B = c.batch, seq = c.seq_len, D = config.D, H = config.H, d = D / H;
-    const std::size_t N = checked_size(fn, "cache rows B x T", {B, seq});
+    const std::size_t B = c.batch, T = c.seq_len, D = config.D, H = config.H, d = D / H;
+    const std::size_t N = checked_size(fn, "cache rows B x T", {B, T});
     const char* f = fn.c_str();
-    require_shape(f, "cache.inputs [B, T]", c.inputs, {B, seq});
+    require_shape(f, "cache.inputs [B, T]", c.inputs, {B, T});
     require_shape(f, "cache.targets [N]", c.targets, {N});
     require_shape(f, "cache.x_final [N, D]", c.x_final, {N, D});
     require_shape(f, "cache.ln_f [N, D]", c.ln_f, {N, D});
@@ -304,10 +302,10 @@ void check_backward_cache(const std::string& fn, const GptCache<float>& c,
         for (const Mat<float>* m : {&a.x_in, &a.ln1, &a.att_out, &a.x_mid, &a.ln2}) {
             require_shape(f, "a block cache's [N, D] tensor", *m, {N, D});
         }
-        for (const Cube<float>* x : {&a.q, &a.k, &a.v}) {
-            require_shape(f, "a block cache's q, k or v [B, H, T, d]", *x, {B, H, seq, d});
+        for (const Heads<float>* x : {&a.q, &a.k, &a.v}) {
+            require_shape(f, "a block cache's q, k or v [B, H, T, d]", *x, {B, H, T, d});
         }
-        require_shape(f, "a block cache's att [B, H, T, T]", a.att, {B, H, seq, seq});
+        require_shape(f, "a block cache's att [B, H, T, T]", a.att, {B, H, T, T});
         require_shape(f, "a block cache's fc [N, 4D]", a.fc, {N, 4 * D});
         require_shape(f, "a block cache's fc_gelu [N, 4D]", a.fc_gelu, {N, 4 * D});
     }
@@ -324,49 +322,49 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
                          ": the cache holds no loss: call gpt_forward (with targets) first; "
                          "gpt_logits does not prepare a backward");
     }
-    const std::size_t B = cache.batch, seq = cache.seq_len, H = config.H;
+    const std::size_t B = cache.batch, T = cache.seq_len, H = config.H;
     const bool rope = config.positions == Positions::rope;
     check_backward_cache(fn, cache, config);  // every shape before any read
-    using T = float;
+    using Real = float;
     const float eps = static_cast<float>(kGptLayerNormEps);
-    Vec<T> no_bias = Vec<T>::from_shape({0});
+    Vec<Real> no_bias = Vec<Real>::from_shape({0});
 
     // Loss -> logits -> final LayerNorm.
-    const Mat<T> dlogits =
+    const Mat<Real> dlogits =
         cross_entropy_backward(cache.logits, cache.targets, cache.ignore_index);  // [N, V]
-    Mat<T> dln_f;                                                                 // [N, D]
+    Mat<Real> dln_f;                                                              // [N, D]
     linear_backward(dlogits, cache.ln_f, params.lm_head, dln_f, grads.lm_head, no_bias);
-    Mat<T> dx;  // [N, D] gradient of the residual stream, walked back block by block
+    Mat<Real> dx;  // [N, D] gradient of the residual stream, walked back block by block
     layer_norm_backward(dln_f, cache.x_final, params.ln_f_g, eps, dx, grads.ln_f_g, grads.ln_f_b);
 
     for (std::size_t l = config.L; l-- > 0;) {
-        const GptBlock<T>& w = params.blocks[l];
-        GptBlock<T>& g = grads.blocks[l];
-        const GptBlockCache<T>& a = cache.blocks[l];
+        const GptBlock<Real>& w = params.blocks[l];
+        GptBlock<Real>& g = grads.blocks[l];
+        const GptBlockCache<Real>& a = cache.blocks[l];
 
         // FFN half, x_out = x_mid + ffn(x_mid): dx reaches x_mid directly (the residual) and
         // through the FFN branch.
-        Mat<T> dfc_gelu;  // [N, 4D]
+        Mat<Real> dfc_gelu;  // [N, 4D]
         linear_backward(dx, a.fc_gelu, w.w_proj, dfc_gelu, g.w_proj, g.b_proj);
-        const Mat<T> dfc = gelu_backward(dfc_gelu, a.fc);  // [N, 4D]
-        Mat<T> dln2;                                       // [N, D]
+        const Mat<Real> dfc = gelu_backward(dfc_gelu, a.fc);  // [N, 4D]
+        Mat<Real> dln2;                                       // [N, D]
         linear_backward(dfc, a.ln2, w.w_fc, dln2, g.w_fc, g.b_fc);
-        Mat<T> dx_branch;  // [N, D]
+        Mat<Real> dx_branch;  // [N, D]
         layer_norm_backward(dln2, a.x_mid, w.ln2_g, eps, dx_branch, g.ln2_g, g.ln2_b);
-        const Mat<T> dx_mid = dx + dx_branch;
+        const Mat<Real> dx_mid = dx + dx_branch;
 
         // Attention half, x_mid = x_in + attn(x_in).
-        Mat<T> datt_out;  // [N, D]
+        Mat<Real> datt_out;  // [N, D]
         linear_backward(dx_mid, a.att_out, w.w_o, datt_out, g.w_o, g.b_o);
-        const Cube<T> dheads = split_heads(seqs(datt_out, B, seq), H);  // [B, H, T, d]
-        Cube<T> dq, dk, dv;                                             // [B, H, T, d]
+        const Heads<Real> dheads = split_heads(seqs(datt_out, B, T), H);  // [B, H, T, d]
+        Heads<Real> dq, dk, dv;                                           // [B, H, T, d]
         causal_attention_backward(dheads, a.q, a.k, a.v, a.att, dq, dk, dv);
         if (rope) {  // the gradients of the rotated q and k, turned back (chapter 3's angles)
             dq = rope_backward(dq, 0, kRopeBase);
             dk = rope_backward(dk, 0, kRopeBase);
         }
         // ln1 feeds three projections: its gradient is the sum of the three.
-        Mat<T> dln1, dpart;  // [N, D]
+        Mat<Real> dln1, dpart;  // [N, D]
         linear_backward(rows(merge_heads(dq)), a.ln1, w.w_q, dln1, g.w_q, g.b_q);
         linear_backward(rows(merge_heads(dk)), a.ln1, w.w_k, dpart, g.w_k, g.b_k);
         dln1 += dpart;
@@ -381,26 +379,26 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     embedding_backward(cache.inputs, dx, grads.wte);
     if (!rope) {
         for (std::size_t b = 0; b < B; ++b) {
-            for (std::size_t t = 0; t < seq; ++t) {
-                for (std::size_t j = 0; j < config.D; ++j) grads.wpe(t, j) += dx(b * seq + t, j);
+            for (std::size_t t = 0; t < T; ++t) {
+                for (std::size_t j = 0; j < config.D; ++j) grads.wpe(t, j) += dx(b * T + t, j);
             }
         }
     }
 }
 
-template <class T>
-void zero_grad(GptParams<T>& grads) {
-    for (ParamRef<T>& r : parameters(grads)) std::fill(r.data, r.data + r.size, T(0));
+template <class Real>
+void zero_grad(GptParams<Real>& grads) {
+    for (ParamRef<Real>& r : parameters(grads)) std::fill(r.data, r.data + r.size, Real(0));
 }
 
 // The parameter helpers' two instantiations: float for training, double for the gradient
 // checks.
-#define WB_INSTANTIATE_MODEL(T)                                                 \
-    template GptParams<T> init_gpt<T>(const GptConfig&, std::uint64_t);         \
-    template GptParams<T> zeros_like<T>(const GptParams<T>&);                   \
-    template std::vector<ParamRef<T>> parameters<T>(GptParams<T>&);             \
-    template std::vector<ParamRef<const T>> parameters<T>(const GptParams<T>&); \
-    template void zero_grad<T>(GptParams<T>&);
+#define WB_INSTANTIATE_MODEL(Real)                                                       \
+    template GptParams<Real> init_gpt<Real>(const GptConfig&, std::uint64_t);            \
+    template GptParams<Real> zeros_like<Real>(const GptParams<Real>&);                   \
+    template std::vector<ParamRef<Real>> parameters<Real>(GptParams<Real>&);             \
+    template std::vector<ParamRef<const Real>> parameters<Real>(const GptParams<Real>&); \
+    template void zero_grad<Real>(GptParams<Real>&);
 
 WB_INSTANTIATE_MODEL(float)
 WB_INSTANTIATE_MODEL(double)

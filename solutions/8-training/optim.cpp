@@ -35,16 +35,16 @@ void check_config(const AdamWConfig& c) {
 
 }  // namespace
 
-template <class T>
-void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& state,
+template <class Real>
+void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWState<Real>& state,
                 const AdamWConfig& config) {
     check_config(config);
     if (state.step < 0 || state.step == std::numeric_limits<std::int64_t>::max()) {
         throw ValueError(kAdamW + ": state.step = " + std::to_string(state.step) +
                          ", expected a count in [0, 2^63 - 1) (one more step must fit)");
     }
-    std::vector<ParamRef<T>> p = parameters(params);
-    const std::vector<ParamRef<const T>> g = parameters(grads);
+    std::vector<ParamRef<Real>> p = parameters(params);
+    const std::vector<ParamRef<const Real>> g = parameters(grads);
     if (g.size() != p.size()) {
         throw ShapeError(kAdamW + ": grads have " + std::to_string(g.size()) +
                          " tensors, params have " + std::to_string(p.size()));
@@ -59,9 +59,9 @@ void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& 
 
     // First step: the moments start at 0 (which is why they need the bias correction).
     if (state.step == 0 && state.m.empty() && state.v.empty()) {
-        for (const ParamRef<T>& r : p) {
-            Vec<T> zeros = Vec<T>::from_shape({r.size});  // [size], flat like the parameter
-            zeros.fill(T(0));
+        for (const ParamRef<Real>& r : p) {
+            Vec<Real> zeros = Vec<Real>::from_shape({r.size});  // [size], flat like the parameter
+            zeros.fill(Real(0));
             state.m.push_back(zeros);
             state.v.push_back(zeros);
         }
@@ -81,24 +81,24 @@ void adamw_step(GptParams<T>& params, const GptParams<T>& grads, AdamWState<T>& 
     }
 
     state.step += 1;
-    const T lr = config.lr, beta1 = config.beta1, beta2 = config.beta2, eps = config.eps;
-    const T wd = config.weight_decay;
-    const T t = static_cast<T>(state.step);
-    const T bias_correction1 = T(1) - std::pow(beta1, t);
-    const T bias_correction2_sqrt = std::sqrt(T(1) - std::pow(beta2, t));
-    const T step_size = lr / bias_correction1;
+    const Real lr = config.lr, beta1 = config.beta1, beta2 = config.beta2, eps = config.eps;
+    const Real wd = config.weight_decay;
+    const Real t = static_cast<Real>(state.step);
+    const Real bias_correction1 = Real(1) - std::pow(beta1, t);
+    const Real bias_correction2_sqrt = std::sqrt(Real(1) - std::pow(beta2, t));
+    const Real step_size = lr / bias_correction1;
 
     for (std::size_t i = 0; i < p.size(); ++i) {
-        T* w = p[i].data;
-        const T* dw = g[i].data;
-        T* m = state.m[i].data();
-        T* v = state.v[i].data();
+        Real* w = p[i].data;
+        const Real* dw = g[i].data;
+        Real* m = state.m[i].data();
+        Real* v = state.v[i].data();
         for (std::size_t j = 0; j < p[i].size; ++j) {
-            w[j] *= T(1) - lr * wd;  // decoupled weight decay: shrink p itself, not its gradient
-            m[j] = beta1 * m[j] + (T(1) - beta1) * dw[j];
-            v[j] = beta2 * v[j] + (T(1) - beta2) * dw[j] * dw[j];
+            w[j] *= Real(1) - lr * wd;  // decoupled weight decay: shrink p itself, not its gradient
+            m[j] = beta1 * m[j] + (Real(1) - beta1) * dw[j];
+            v[j] = beta2 * v[j] + (Real(1) - beta2) * dw[j] * dw[j];
             // p -= lr · m̂ / (sqrt(v̂) + eps), with m̂ = m / bc1 and sqrt(v̂) = sqrt(v) / sqrt(bc2)
-            const T denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
+            const Real denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
             w[j] -= step_size * m[j] / denom;
         }
     }

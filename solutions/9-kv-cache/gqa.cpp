@@ -14,30 +14,28 @@ inline namespace WB_IMPL {
 
 namespace {
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
-std::string shapes_str(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v) {
+std::string shapes_str(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v) {
     return "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " +
            shape_str(v.shape());
 }
 
 }  // namespace
 
-Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                          bool causal) {
+Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                           bool causal) {
     const std::string fn = "wb::gqa_attention";
     require_nonempty(fn.c_str(), "q [B, H, T, d]", q);
-    require_nonempty(fn.c_str(), "k [B, H_kv, S, d]", k);
-    require_nonempty(fn.c_str(), "v [B, H_kv, S, d]", v);
+    require_nonempty(fn.c_str(), "k [B, H_kv, M, d]", k);
+    require_nonempty(fn.c_str(), "v [B, H_kv, M, d]", v);
     const std::size_t B = q.shape(0), H = q.shape(1), T = q.shape(2), d = q.shape(3);
-    const std::size_t H_kv = k.shape(1), S = k.shape(2);
+    const std::size_t H_kv = k.shape(1), M = k.shape(2);
     if (v.shape() != k.shape()) {
         throw ShapeError(fn + ": " + shapes_str(q, k, v) +
-                         ": expected v to have the shape of k, [B, H_kv, S, d]");
+                         ": expected v to have the shape of k, [B, H_kv, M, d]");
     }
     if (k.shape(0) != B || k.shape(3) != d) {
         throw ShapeError(fn + ": " + shapes_str(q, k, v) +
-                         ": expected k [B, H_kv, S, d] with B = " + num(B) + " and d = " + num(d) +
+                         ": expected k [B, H_kv, M, d] with B = " + num(B) + " and d = " + num(d) +
                          " as in q");
     }
     if (H % H_kv != 0) {
@@ -45,38 +43,38 @@ Cube<float> gqa_attention(const Cube<float>& q, const Cube<float>& k, const Cube
                          " K/V heads do not divide H = " + num(H) +
                          " query heads (expected H % H_kv == 0)");
     }
-    if (causal && T > S) {
+    if (causal && T > M) {
         throw ShapeError(fn + ": " + shapes_str(q, k, v) + ": causal needs T = " + num(T) +
-                         " <= S = " + num(S) + " (the queries are the last T of the S positions)");
+                         " <= M = " + num(M) + " (the queries are the last T of the M positions)");
     }
 
     const std::size_t G = H / H_kv;  // query heads per K/V head
-    const std::size_t past = S - T;  // with causal: positions before the first query
+    const std::size_t past = M - T;  // with causal: positions before the first query
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
-    Cube<float> out = xt::zeros<float>({B, H, T, d});  // [B, H, T, d]
-    std::vector<float> w(S);                           // [S] one query's scores, then weights
+    Heads<float> out = xt::zeros<float>({B, H, T, d});  // [B, H, T, d]
+    std::vector<float> w(M);                            // [M] one query's scores, then weights
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
             const std::size_t g = h / G;  // the K/V head of h's group
             for (std::size_t t = 0; t < T; ++t) {
                 // Query t sits at position past + t: it sees keys [0, past + t] when causal.
-                const std::size_t end = causal ? past + t + 1 : S;
+                const std::size_t end = causal ? past + t + 1 : M;
                 float m = -INFINITY;
-                for (std::size_t s = 0; s < end; ++s) {
+                for (std::size_t j = 0; j < end; ++j) {
                     float dot = 0.0f;
-                    for (std::size_t e = 0; e < d; ++e) dot += q(b, h, t, e) * k(b, g, s, e);
-                    w[s] = dot * scale;
-                    m = std::max(m, w[s]);
+                    for (std::size_t e = 0; e < d; ++e) dot += q(b, h, t, e) * k(b, g, j, e);
+                    w[j] = dot * scale;
+                    m = std::max(m, w[j]);
                 }
                 float sum = 0.0f;
-                for (std::size_t s = 0; s < end; ++s) {
-                    w[s] = std::exp(w[s] - m);  // shifted by the maximum: no overflow
-                    sum += w[s];
+                for (std::size_t j = 0; j < end; ++j) {
+                    w[j] = std::exp(w[j] - m);  // shifted by the maximum: no overflow
+                    sum += w[j];
                 }
-                for (std::size_t s = 0; s < end; ++s) {
-                    const float a = w[s] / sum;
-                    for (std::size_t e = 0; e < d; ++e) out(b, h, t, e) += a * v(b, g, s, e);
+                for (std::size_t j = 0; j < end; ++j) {
+                    const float a = w[j] / sum;
+                    for (std::size_t e = 0; e < d; ++e) out(b, h, t, e) += a * v(b, g, j, e);
                 }
             }
         }

@@ -23,8 +23,6 @@ inline namespace WB_IMPL {
 
 namespace {
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
 void check_model(const std::string& fn, const GptParams<float>& p, const GptConfig& c) {
     require_valid_config(fn, c);
     if (p.blocks.size() != c.L) {
@@ -60,7 +58,7 @@ void check_id(const std::string& fn, const std::string& where, std::int64_t id,
 
 // Positions [0, end) of one layer's cache [B, H, T_max, d]: the keys (or values) the new
 // queries read, [B, H, end, d]. A copy for sdpa; the cache itself never moves.
-Tensor4 cached(const Cube<float>& c, std::size_t end) {
+Tensor4 cached(const Heads<float>& c, std::size_t end) {
     return xt::view(c, xt::all(), xt::all(), xt::range(0, end), xt::all());
 }
 
@@ -80,8 +78,8 @@ Tensor2 forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const 
 
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& blk = p.blocks[l];
-        Cube<float>& kc = cache.k[l];  // [B, H, T_max, d]: this layer's own keys
-        Cube<float>& vc = cache.v[l];  // [B, H, T_max, d]: this layer's own values
+        Heads<float>& kc = cache.k[l];  // [B, H, T_max, d]: this layer's own keys
+        Heads<float>& vc = cache.v[l];  // [B, H, T_max, d]: this layer's own values
 
         // Attention half: q, k, v of the new tokens only (chapters 7, 2, 1).
         const Tensor3 h = layer_norm(x, LayerNormParams{blk.ln1_g, blk.ln1_b, eps});  // [B, n, D]

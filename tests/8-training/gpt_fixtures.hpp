@@ -1,6 +1,6 @@
-// Test-side helpers of chapter 8's model checks: walking a GptParams by field (written here,
-// independently of wb::parameters, so a wrong parameters() cannot hide a wrong gradient),
-// loading PyTorch goldens into a model, and comparing two models tensor by tensor.
+// Test-side helpers of chapter 8's model checks: loading PyTorch goldens into a model and
+// comparing two models tensor by tensor. The walk by field (each_tensor) and the random model
+// (random_params) are tests/support/random_gpt.hpp's, shared with chapter 9 and the mini-GPT.
 #pragma once
 
 #include <algorithm>
@@ -17,38 +17,9 @@
 #include "8-training/model.hpp"
 #include "check.hpp"
 #include "golden.hpp"
+#include "random_gpt.hpp"
 
 namespace wbtest {
-
-/// Calls f(name, tensor) for every tensor of a GptParams, by field, in wb::parameters() order.
-template <class P, class F>
-void each_tensor(P& p, F f) {
-    f(std::string("wte"), p.wte);
-    f(std::string("wpe"), p.wpe);
-    for (std::size_t l = 0; l < p.blocks.size(); ++l) {
-        auto& b = p.blocks[l];
-        const std::string pre = "blocks." + std::to_string(l) + ".";
-        f(pre + "ln1_g", b.ln1_g);
-        f(pre + "ln1_b", b.ln1_b);
-        f(pre + "w_q", b.w_q);
-        f(pre + "b_q", b.b_q);
-        f(pre + "w_k", b.w_k);
-        f(pre + "b_k", b.b_k);
-        f(pre + "w_v", b.w_v);
-        f(pre + "b_v", b.b_v);
-        f(pre + "w_o", b.w_o);
-        f(pre + "b_o", b.b_o);
-        f(pre + "ln2_g", b.ln2_g);
-        f(pre + "ln2_b", b.ln2_b);
-        f(pre + "w_fc", b.w_fc);
-        f(pre + "b_fc", b.b_fc);
-        f(pre + "w_proj", b.w_proj);
-        f(pre + "b_proj", b.b_proj);
-    }
-    f(std::string("ln_f_g"), p.ln_f_g);
-    f(std::string("ln_f_b"), p.ln_f_b);
-    f(std::string("lm_head"), p.lm_head);
-}
 
 /// Calls f(name, a_tensor, b_tensor) for the matching tensors of two models.
 template <class PA, class PB, class F>
@@ -81,10 +52,6 @@ void each_pair(PA& a, PB& b, F f) {
     f(std::string("lm_head"), a.lm_head, b.lm_head);
 }
 
-/// The rank of an xtensor type.
-template <class E>
-constexpr std::size_t rank_of = std::tuple_size<typename std::decay_t<E>::shape_type>::value;
-
 /// The config stored as tensor "config" = [V, T_max, D, H, L].
 inline wb::GptConfig golden_config(const Golden& g) {
     const auto c = g.tensor<1>("config");
@@ -94,9 +61,9 @@ inline wb::GptConfig golden_config(const Golden& g) {
 }
 
 /// A model whose tensor NAME is the golden's tensor `prefix + NAME`, built by field.
-template <class T>
-wb::GptParams<T> golden_params(const Golden& g, const std::string& prefix, std::size_t L) {
-    wb::GptParams<T> p;
+template <class Real>
+wb::GptParams<Real> golden_params(const Golden& g, const std::string& prefix, std::size_t L) {
+    wb::GptParams<Real> p;
     p.blocks.resize(L);
     each_tensor(p, [&](const std::string& name, auto& t) {
         using Tensor = std::decay_t<decltype(t)>;
@@ -115,54 +82,23 @@ inline wb::TokenIds golden_ids(const Golden& g, const std::string& name) {
     return ids;
 }
 
-/// A model of `config` filled with N(0, scale²) numbers (LayerNorm gains 1 + N(0, 0.1²)),
-/// built by field: larger weights than init_gpt's, so that every term moves the loss.
-template <class T>
-wb::GptParams<T> random_params(const wb::GptConfig& c, unsigned seed, double scale = 0.3) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    wb::GptParams<T> p;
-    p.blocks.resize(c.L);
-    const std::size_t D = c.D;
-    auto fill = [&](auto& t, double s, double offset) {
-        for (auto& v : t) v = static_cast<T>(offset + s * normal(gen));
-    };
-    each_tensor(p, [&](const std::string& name, auto& t) {
-        using Tensor = std::decay_t<decltype(t)>;
-        const bool gain = name.size() >= 2 && name.compare(name.size() - 2, 2, "_g") == 0;
-        if constexpr (rank_of<Tensor> == 1) {
-            t = Tensor::from_shape({name.find("b_fc") != std::string::npos ? 4 * D : D});
-            fill(t, 0.1, gain ? 1.0 : 0.0);
-        } else {
-            std::size_t rows = D, cols = D;
-            if (name == "wte" || name == "lm_head") rows = c.V;
-            if (name == "wpe") rows = c.positions == wb::Positions::learned ? c.T_max : 0;
-            if (name.find("w_fc") != std::string::npos) rows = 4 * D;
-            if (name.find("w_proj") != std::string::npos) cols = 4 * D;
-            t = Tensor::from_shape({rows, cols});
-            fill(t, scale, 0.0);
-        }
-    });
-    return p;
-}
-
 /// A model of the same shapes as p, every element 0 (built by field, not with wb::zeros_like).
-template <class T>
-wb::GptParams<T> zero_params(const wb::GptParams<T>& p) {
-    wb::GptParams<T> z = p;
-    each_tensor(z, [](const std::string&, auto& t) { t.fill(T(0)); });
+template <class Real>
+wb::GptParams<Real> zero_params(const wb::GptParams<Real>& p) {
+    wb::GptParams<Real> z = p;
+    each_tensor(z, [](const std::string&, auto& t) { t.fill(Real(0)); });
     return z;
 }
 
 /// True when every element of every tensor of a and b is bit-for-bit equal.
-template <class T>
-bool identical(const wb::GptParams<T>& a, const wb::GptParams<T>& b) {
+template <class Real>
+bool identical(const wb::GptParams<Real>& a, const wb::GptParams<Real>& b) {
     if (a.blocks.size() != b.blocks.size()) return false;
     bool same = true;
     each_pair(a, b, [&](const std::string&, const auto& x, const auto& y) {
         same = same && x.shape() == y.shape() &&
                std::equal(x.begin(), x.end(), y.begin(),
-                          [](T u, T v) { return std::memcmp(&u, &v, sizeof(T)) == 0; });
+                          [](Real u, Real v) { return std::memcmp(&u, &v, sizeof(Real)) == 0; });
     });
     return same;
 }

@@ -32,10 +32,10 @@ namespace {
 
 using Mf = wb::Mat<float>;
 using Vf = wb::Vec<float>;
-using Cf = wb::Cube<float>;
+using Cf = wb::Heads<float>;
 using Md = wb::Mat<double>;
 using Vd = wb::Vec<double>;
-using Cd = wb::Cube<double>;
+using Cd = wb::Heads<double>;
 using Targets = xt::xtensor<std::int64_t, 1>;
 
 constexpr double kGolden = wbtest::golden_tolerance;

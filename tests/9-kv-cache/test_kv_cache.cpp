@@ -53,7 +53,7 @@ wb::Mat<float> full_rows_at(const wb::Mat<float>& full, std::size_t B, std::size
 }
 
 // Position t of a [B, H, T_max, d] cache, as [B, H, d].
-xt::xtensor<float, 3> slot(const wb::Cube<float>& c, std::size_t t) {
+xt::xtensor<float, 3> slot(const wb::Heads<float>& c, std::size_t t) {
     xt::xtensor<float, 3> out =
         xt::xtensor<float, 3>::from_shape({c.shape(0), c.shape(1), c.shape(3)});
     for (std::size_t b = 0; b < c.shape(0); ++b)
@@ -94,10 +94,10 @@ wb::Mat<float> layer0_projection(const wb::GptParams<float>& p, const wb::Mat<fl
 }
 
 // Rows [B·T, D] as heads [B, H, T, d]: column h·d + e of row b·T + t is (b, h, t, e).
-wb::Cube<float> heads_of(const wb::Mat<float>& m, std::size_t B, std::size_t T,
-                         const wb::GptConfig& c) {
+wb::Heads<float> heads_of(const wb::Mat<float>& m, std::size_t B, std::size_t T,
+                          const wb::GptConfig& c) {
     const std::size_t d = c.D / c.H;
-    wb::Cube<float> out = wb::Cube<float>::from_shape({B, c.H, T, d});
+    wb::Heads<float> out = wb::Heads<float>::from_shape({B, c.H, T, d});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < T; ++t)
             for (std::size_t h = 0; h < c.H; ++h)
@@ -106,8 +106,8 @@ wb::Cube<float> heads_of(const wb::Mat<float>& m, std::size_t B, std::size_t T,
 }
 
 // Heads [B, H, T, d] in a cache's layout [B, H, T_max, d]: positions [T, T_max) stay zero.
-wb::Cube<float> in_cache(const wb::Cube<float>& heads, const wb::GptConfig& c) {
-    wb::Cube<float> out = xt::zeros<float>({heads.shape(0), c.H, c.T_max, heads.shape(3)});
+wb::Heads<float> in_cache(const wb::Heads<float>& heads, const wb::GptConfig& c) {
+    wb::Heads<float> out = xt::zeros<float>({heads.shape(0), c.H, c.T_max, heads.shape(3)});
     xt::view(out, xt::all(), xt::all(), xt::range(0, heads.shape(2)), xt::all()) = heads;
     return out;
 }
@@ -136,6 +136,15 @@ void check_decode_equals_full_forward(const wb::GptParams<float>& p, const wb::G
                                         << " (cache.length was " << t << ")");
         WB_CHECK_CLOSE(logits, full_rows_at(full, B, T, t), kTol, hint);
     }
+}
+
+// The model of `seed` decodes three sequences after prompts of 1, 3 and T_max - 1 tokens, each
+// compared with the full forward (check_decode_equals_full_forward).
+void check_prompts_of_1_3_and_T_max_minus_1(const wb::GptConfig& c, unsigned seed,
+                                            const char* hint) {
+    const wb::GptParams<float> p = small_model(c, seed);
+    for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1})
+        check_decode_equals_full_forward(p, c, three_sequences(), T0, hint);
 }
 
 }  // namespace
@@ -270,30 +279,22 @@ TEST_CASE("decode_step on an empty cache equals prefill of one token") {
 TEST_CASE(
     "with learned positions, prefill then decode equals the full forward, for prompts of 1, 3 and "
     "T_max - 1 tokens (B = 3)") {
-    const wb::GptConfig c = small_config();
-    const wb::GptParams<float> p = small_model(c, 21);
-    for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
-        check_decode_equals_full_forward(
-            p, c, three_sequences(), T0,
-            "with learned positions the new token at t = cache.length adds wpe[t] "
-            "(add_positions with offset t, not 0), its query reads cache slots [0, t] including "
-            "its own, and everything after the attention is chapter 8's block");
-    }
+    check_prompts_of_1_3_and_T_max_minus_1(
+        small_config(), 21,
+        "with learned positions the new token at t = cache.length adds wpe[t] "
+        "(add_positions with offset t, not 0), its query reads cache slots [0, t] including "
+        "its own, and everything after the attention is chapter 8's block");
 }
 
 TEST_CASE(
     "with RoPE, prefill then decode equals the full forward, for prompts of 1, 3 and T_max - 1 "
     "tokens (B = 3)") {
-    const wb::GptConfig c = rope_config();
-    const wb::GptParams<float> p = small_model(c, 22);  // wpe [0, D]: no position table
-    for (std::size_t T0 : {std::size_t{1}, std::size_t{3}, c.T_max - 1}) {
-        check_decode_equals_full_forward(
-            p, c, three_sequences(), T0,
-            "with RoPE nothing is added to the embeddings; in every layer the new q and k are "
-            "rotated by apply_rope(·, offset = cache.length, kRopeBase) (offset 0 rotates them "
-            "as if the token were the first), the cache keeps the ROTATED keys, and the cached "
-            "keys are never rotated again when read");
-    }
+    check_prompts_of_1_3_and_T_max_minus_1(  // wpe [0, D]: no position table
+        rope_config(), 22,
+        "with RoPE nothing is added to the embeddings; in every layer the new q and k are "
+        "rotated by apply_rope(·, offset = cache.length, kRopeBase) (offset 0 rotates them "
+        "as if the token were the first), the cache keeps the ROTATED keys, and the cached "
+        "keys are never rotated again when read");
 }
 
 TEST_CASE("with RoPE, the position of a decoded token changes its logits: the offset matters") {
@@ -335,11 +336,11 @@ TEST_CASE(
     // turned by its position t; the values are not rotated.
     const std::size_t B = 2, T = 6;
     const wb::Mat<float> x = embedded(p, prefix(ids, T));  // [B·T, D], no position table
-    const wb::Cube<float> k =
+    const wb::Heads<float> k =
         heads_of(layer0_projection(p, x, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c);
-    const wb::Cube<float> v =
+    const wb::Heads<float> v =
         heads_of(layer0_projection(p, x, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c);
-    const wb::Cube<float> k_rotated = wbtest::rope_forward<float>(k, 0, wb::kRopeBase);
+    const wb::Heads<float> k_rotated = wbtest::rope_forward<float>(k, 0, wb::kRopeBase);
     WB_CHECK_CLOSE(cache.k[0], in_cache(k_rotated, c), kTol,
                    "cache.k[0] at [b, h, t, :] must be layer 0's key of token t AFTER RoPE at "
                    "position t (written rotated once, by the step that computed it): not the key "
@@ -378,9 +379,9 @@ TEST_CASE("each layer keeps its own cache, and layer 0 holds that layer's K and 
     // x = wte[id] + wpe[t];  k = LN1(x) w_kᵀ + b_k;  head h is columns [h·d, (h+1)·d).
     const std::size_t B = 2, T = 4;
     const wb::Mat<float> x = embedded(p, prompt);  // [B·T, D]
-    const wb::Cube<float> k_expected =
+    const wb::Heads<float> k_expected =
         in_cache(heads_of(layer0_projection(p, x, p.blocks[0].w_k, p.blocks[0].b_k), B, T, c), c);
-    const wb::Cube<float> v_expected =
+    const wb::Heads<float> v_expected =
         in_cache(heads_of(layer0_projection(p, x, p.blocks[0].w_v, p.blocks[0].b_v), B, T, c), c);
     WB_CHECK_CLOSE(cache.k[0], k_expected, kTol,
                    "cache.k[0] must hold layer 0's keys at [b, h, t, :]: did layer 1 overwrite "
@@ -407,9 +408,9 @@ TEST_CASE("prefill fills exactly the first T positions and leaves the rest zero"
     wb::prefill(p, c, prefix(two_sequences(), 3), cache);
     for (std::size_t l = 0; l < c.L; ++l) {
         for (std::size_t t = 0; t < c.T_max; ++t) {
-            const double k_mag = max_abs(wb::Cube<float>(
+            const double k_mag = max_abs(wb::Heads<float>(
                 xt::view(cache.k[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
-            const double v_mag = max_abs(wb::Cube<float>(
+            const double v_mag = max_abs(wb::Heads<float>(
                 xt::view(cache.v[l], xt::all(), xt::all(), xt::range(t, t + 1), xt::all())));
             INFO("layer " << l << ", position " << t << ": max |k| = " << k_mag << ", max |v| = "
                           << v_mag << " after a prefill of T = 3 (positions 0, 1, 2 filled)");
@@ -474,8 +475,8 @@ TEST_CASE(
                                    "history positions never change (notes §16)");
                 }
                 INFO("layer " << l << ": position " << t << " must be written by this step");
-                CHECK(max_abs(wb::Cube<float>(xt::view(cache.k[l], xt::all(), xt::all(),
-                                                       xt::range(t, t + 1), xt::all()))) > 1e-3);
+                CHECK(max_abs(wb::Heads<float>(xt::view(cache.k[l], xt::all(), xt::all(),
+                                                        xt::range(t, t + 1), xt::all()))) > 1e-3);
             }
         }
     }

@@ -20,13 +20,14 @@
 namespace wbtest {
 
 /// y = x Wᵀ + b: x [N, in], weight [out, in], bias [out] or empty → [N, out].
-template <class T>
-wb::Mat<T> linear_forward(const wb::Mat<T>& x, const wb::Mat<T>& weight, const wb::Vec<T>& bias) {
+template <class Real>
+wb::Mat<Real> linear_forward(const wb::Mat<Real>& x, const wb::Mat<Real>& weight,
+                             const wb::Vec<Real>& bias) {
     const std::size_t N = x.shape(0), in = x.shape(1), out = weight.shape(0);
-    wb::Mat<T> y = wb::Mat<T>::from_shape({N, out});
+    wb::Mat<Real> y = wb::Mat<Real>::from_shape({N, out});
     for (std::size_t n = 0; n < N; ++n) {
         for (std::size_t o = 0; o < out; ++o) {
-            T s = bias.size() != 0 ? bias(o) : T(0);
+            Real s = bias.size() != 0 ? bias(o) : Real(0);
             for (std::size_t i = 0; i < in; ++i) s += x(n, i) * weight(o, i);
             y(n, o) = s;
         }
@@ -36,56 +37,56 @@ wb::Mat<T> linear_forward(const wb::Mat<T>& x, const wb::Mat<T>& weight, const w
 
 /// LayerNorm of each row of x [N, D]: (x − mean) / sqrt(var + eps) · gamma + beta, the
 /// variance divided by D.
-template <class T>
-wb::Mat<T> layer_norm_forward(const wb::Mat<T>& x, const wb::Vec<T>& gamma, const wb::Vec<T>& beta,
-                              T eps) {
+template <class Real>
+wb::Mat<Real> layer_norm_forward(const wb::Mat<Real>& x, const wb::Vec<Real>& gamma,
+                                 const wb::Vec<Real>& beta, Real eps) {
     const std::size_t N = x.shape(0), D = x.shape(1);
-    wb::Mat<T> y = wb::Mat<T>::from_shape({N, D});
+    wb::Mat<Real> y = wb::Mat<Real>::from_shape({N, D});
     for (std::size_t n = 0; n < N; ++n) {
-        T m = 0, v = 0;
+        Real m = 0, v = 0;
         for (std::size_t i = 0; i < D; ++i) m += x(n, i);
-        m /= static_cast<T>(D);
+        m /= static_cast<Real>(D);
         for (std::size_t i = 0; i < D; ++i) v += (x(n, i) - m) * (x(n, i) - m);
-        v /= static_cast<T>(D);
-        const T s = T(1) / std::sqrt(v + eps);
+        v /= static_cast<Real>(D);
+        const Real s = Real(1) / std::sqrt(v + eps);
         for (std::size_t i = 0; i < D; ++i) y(n, i) = (x(n, i) - m) * s * gamma(i) + beta(i);
     }
     return y;
 }
 
 /// GELU, the exact form x Φ(x), element-wise.
-template <class T>
-wb::Mat<T> gelu_forward(const wb::Mat<T>& x) {
-    wb::Mat<T> y = wb::Mat<T>::from_shape(x.shape());
+template <class Real>
+wb::Mat<Real> gelu_forward(const wb::Mat<Real>& x) {
+    wb::Mat<Real> y = wb::Mat<Real>::from_shape(x.shape());
     for (std::size_t k = 0; k < x.size(); ++k) {
-        const T v = x.data()[k];
-        y.data()[k] = T(0.5) * v * (T(1) + std::erf(v / std::sqrt(T(2))));
+        const Real v = x.data()[k];
+        y.data()[k] = Real(0.5) * v * (Real(1) + std::erf(v / std::sqrt(Real(2))));
     }
     return y;
 }
 
 /// Causal attention on split heads q, k, v [B, H, T, d]: weights [B, H, T, T] (zeros above
 /// the diagonal) = softmax(q kᵀ / sqrt(d)) over keys j <= i; returns weights · v.
-template <class T>
-wb::Cube<T> causal_attention_forward(const wb::Cube<T>& q, const wb::Cube<T>& k,
-                                     const wb::Cube<T>& v, wb::Cube<T>& weights) {
-    const std::size_t B = q.shape(0), H = q.shape(1), Tn = q.shape(2), d = q.shape(3);
-    const T scale = T(1) / std::sqrt(static_cast<T>(d));
-    weights = wb::Cube<T>::from_shape({B, H, Tn, Tn});
-    weights.fill(T(0));
-    wb::Cube<T> out = wb::Cube<T>::from_shape({B, H, Tn, d});
-    out.fill(T(0));
+template <class Real>
+wb::Heads<Real> causal_attention_forward(const wb::Heads<Real>& q, const wb::Heads<Real>& k,
+                                         const wb::Heads<Real>& v, wb::Heads<Real>& weights) {
+    const std::size_t B = q.shape(0), H = q.shape(1), T = q.shape(2), d = q.shape(3);
+    const Real scale = Real(1) / std::sqrt(static_cast<Real>(d));
+    weights = wb::Heads<Real>::from_shape({B, H, T, T});
+    weights.fill(Real(0));
+    wb::Heads<Real> out = wb::Heads<Real>::from_shape({B, H, T, d});
+    out.fill(Real(0));
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t i = 0; i < Tn; ++i) {
-                T m = -std::numeric_limits<T>::infinity();
+            for (std::size_t i = 0; i < T; ++i) {
+                Real m = -std::numeric_limits<Real>::infinity();
                 for (std::size_t j = 0; j <= i; ++j) {
-                    T s = 0;
+                    Real s = 0;
                     for (std::size_t c = 0; c < d; ++c) s += q(b, h, i, c) * k(b, h, j, c);
                     weights(b, h, i, j) = s * scale;
                     m = std::max(m, s * scale);
                 }
-                T sum = 0;
+                Real sum = 0;
                 for (std::size_t j = 0; j <= i; ++j) {
                     weights(b, h, i, j) = std::exp(weights(b, h, i, j) - m);
                     sum += weights(b, h, i, j);
@@ -104,20 +105,20 @@ wb::Cube<T> causal_attention_forward(const wb::Cube<T>& q, const wb::Cube<T>& k,
 
 /// RoPE on x [B, H, T, d]: pair (x[2i], x[2i+1]) of the token at position p = offset + t is
 /// turned counter-clockwise by p · base^(−2i/d).
-template <class T>
-wb::Cube<T> rope_forward(const wb::Cube<T>& x, std::int64_t offset, T base) {
-    const std::size_t B = x.shape(0), H = x.shape(1), Tn = x.shape(2), d = x.shape(3);
-    wb::Cube<T> y = wb::Cube<T>::from_shape(x.shape());
+template <class Real>
+wb::Heads<Real> rope_forward(const wb::Heads<Real>& x, std::int64_t offset, Real base) {
+    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3);
+    wb::Heads<Real> y = wb::Heads<Real>::from_shape(x.shape());
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t t = 0; t < Tn; ++t)
+            for (std::size_t t = 0; t < T; ++t)
                 for (std::size_t i = 0; i < d / 2; ++i) {
                     const double angle =
                         static_cast<double>(offset + static_cast<std::int64_t>(t)) *
                         std::pow(static_cast<double>(base), -2.0 * double(i) / double(d));
-                    const T c = static_cast<T>(std::cos(angle)),
-                            s = static_cast<T>(std::sin(angle));
-                    const T x0 = x(b, h, t, 2 * i), x1 = x(b, h, t, 2 * i + 1);
+                    const Real c = static_cast<Real>(std::cos(angle)),
+                               s = static_cast<Real>(std::sin(angle));
+                    const Real x0 = x(b, h, t, 2 * i), x1 = x(b, h, t, 2 * i + 1);
                     y(b, h, t, 2 * i) = x0 * c - x1 * s;
                     y(b, h, t, 2 * i + 1) = x0 * s + x1 * c;
                 }
@@ -125,72 +126,72 @@ wb::Cube<T> rope_forward(const wb::Cube<T>& x, std::int64_t offset, T base) {
 }
 
 /// The mean cross entropy of logits [N, V] against targets [N] (ignore_index left out).
-template <class T>
-T cross_entropy(const wb::Mat<T>& logits, const xt::xtensor<std::int64_t, 1>& targets,
-                std::int64_t ignore_index) {
-    T total = 0;
+template <class Real>
+Real cross_entropy(const wb::Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
+                   std::int64_t ignore_index) {
+    Real total = 0;
     std::size_t valid = 0;
     for (std::size_t n = 0; n < logits.shape(0); ++n) {
         if (targets(n) == ignore_index) continue;
-        T m = logits(n, 0), sum = 0;
+        Real m = logits(n, 0), sum = 0;
         for (std::size_t j = 0; j < logits.shape(1); ++j) m = std::max(m, logits(n, j));
         for (std::size_t j = 0; j < logits.shape(1); ++j) sum += std::exp(logits(n, j) - m);
         total += m + std::log(sum) - logits(n, static_cast<std::size_t>(targets(n)));
         ++valid;
     }
-    return valid == 0 ? T(0) : total / static_cast<T>(valid);
+    return valid == 0 ? Real(0) : total / static_cast<Real>(valid);
 }
 
 /// The whole GPT of model.hpp in T (double for the model's gradient check), on rows
 /// [N, ·], N = B·T: the recipe of wb::gpt_forward written out with the forwards above.
-template <class T>
-T gpt_loss(const wb::GptParams<T>& p, const wb::GptConfig& c, const wb::TokenIds& inputs,
-           const wb::TokenIds& targets, std::int64_t ignore_index) {
-    const std::size_t B = inputs.shape(0), seq = inputs.shape(1), D = c.D, H = c.H, d = D / H;
+template <class Real>
+Real gpt_loss(const wb::GptParams<Real>& p, const wb::GptConfig& c, const wb::TokenIds& inputs,
+              const wb::TokenIds& targets, std::int64_t ignore_index) {
+    const std::size_t B = inputs.shape(0), T = inputs.shape(1), D = c.D, H = c.H, d = D / H;
     const bool rope = c.positions == wb::Positions::rope;
-    const T eps = static_cast<T>(wb::kGptLayerNormEps);
-    const wb::Vec<T> none = wb::Vec<T>::from_shape({0});
-    wb::Mat<T> x = wb::Mat<T>::from_shape({B * seq, D});  // [N, D]
+    const Real eps = static_cast<Real>(wb::kGptLayerNormEps);
+    const wb::Vec<Real> none = wb::Vec<Real>::from_shape({0});
+    wb::Mat<Real> x = wb::Mat<Real>::from_shape({B * T, D});  // [N, D]
     for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < seq; ++t)
+        for (std::size_t t = 0; t < T; ++t)
             for (std::size_t j = 0; j < D; ++j)
-                x(b * seq + t, j) =
-                    p.wte(static_cast<std::size_t>(inputs(b, t)), j) + (rope ? T(0) : p.wpe(t, j));
+                x(b * T + t, j) = p.wte(static_cast<std::size_t>(inputs(b, t)), j) +
+                                  (rope ? Real(0) : p.wpe(t, j));
     // [N, D] <-> [B, H, T, d]: column h·d + i of row b·T + t is head h's feature i.
-    const auto split = [&](const wb::Mat<T>& m) {
-        wb::Cube<T> out = wb::Cube<T>::from_shape({B, H, seq, d});
+    const auto split = [&](const wb::Mat<Real>& m) {
+        wb::Heads<Real> out = wb::Heads<Real>::from_shape({B, H, T, d});
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t t = 0; t < seq; ++t)
-                    for (std::size_t i = 0; i < d; ++i) out(b, h, t, i) = m(b * seq + t, h * d + i);
+                for (std::size_t t = 0; t < T; ++t)
+                    for (std::size_t i = 0; i < d; ++i) out(b, h, t, i) = m(b * T + t, h * d + i);
         return out;
     };
-    const auto merge = [&](const wb::Cube<T>& q) {
-        wb::Mat<T> out = wb::Mat<T>::from_shape({B * seq, D});
+    const auto merge = [&](const wb::Heads<Real>& q) {
+        wb::Mat<Real> out = wb::Mat<Real>::from_shape({B * T, D});
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t t = 0; t < seq; ++t)
-                    for (std::size_t i = 0; i < d; ++i) out(b * seq + t, h * d + i) = q(b, h, t, i);
+                for (std::size_t t = 0; t < T; ++t)
+                    for (std::size_t i = 0; i < d; ++i) out(b * T + t, h * d + i) = q(b, h, t, i);
         return out;
     };
-    for (const wb::GptBlock<T>& w : p.blocks) {
-        const wb::Mat<T> h = layer_norm_forward(x, w.ln1_g, w.ln1_b, eps);
-        wb::Cube<T> q = split(linear_forward(h, w.w_q, w.b_q));
-        wb::Cube<T> k = split(linear_forward(h, w.w_k, w.b_k));
-        const wb::Cube<T> v = split(linear_forward(h, w.w_v, w.b_v));
+    for (const wb::GptBlock<Real>& w : p.blocks) {
+        const wb::Mat<Real> h = layer_norm_forward(x, w.ln1_g, w.ln1_b, eps);
+        wb::Heads<Real> q = split(linear_forward(h, w.w_q, w.b_q));
+        wb::Heads<Real> k = split(linear_forward(h, w.w_k, w.b_k));
+        const wb::Heads<Real> v = split(linear_forward(h, w.w_v, w.b_v));
         if (rope) {
-            q = rope_forward(q, 0, static_cast<T>(wb::kRopeBase));
-            k = rope_forward(k, 0, static_cast<T>(wb::kRopeBase));
+            q = rope_forward(q, 0, static_cast<Real>(wb::kRopeBase));
+            k = rope_forward(k, 0, static_cast<Real>(wb::kRopeBase));
         }
-        wb::Cube<T> weights;
+        wb::Heads<Real> weights;
         x = x + linear_forward(merge(causal_attention_forward(q, k, v, weights)), w.w_o, w.b_o);
-        const wb::Mat<T> h2 = layer_norm_forward(x, w.ln2_g, w.ln2_b, eps);
+        const wb::Mat<Real> h2 = layer_norm_forward(x, w.ln2_g, w.ln2_b, eps);
         x = x +
             linear_forward(gelu_forward(linear_forward(h2, w.w_fc, w.b_fc)), w.w_proj, w.b_proj);
     }
-    const wb::Mat<T> logits =
+    const wb::Mat<Real> logits =
         linear_forward(layer_norm_forward(x, p.ln_f_g, p.ln_f_b, eps), p.lm_head, none);
-    xt::xtensor<std::int64_t, 1> flat = xt::xtensor<std::int64_t, 1>::from_shape({B * seq});
+    xt::xtensor<std::int64_t, 1> flat = xt::xtensor<std::int64_t, 1>::from_shape({B * T});
     std::copy(targets.begin(), targets.end(), flat.begin());
     return cross_entropy(logits, flat, ignore_index);
 }
