@@ -6,8 +6,10 @@
 // organisation differs:
 //  - every activation and scratch buffer is allocated once, in the constructor, for [B, T];
 //    a step allocates nothing;
-//  - every Linear layer is one cblas_sgemm on raw row-major buffers (no xtensor temporaries),
-//    with bias, residual and GELU fused into the loops that touch the data anyway;
+//  - every Linear layer is one matrix product on raw row-major buffers (no xtensor
+//    temporaries), wb::minigpt::sgemm of gemm.hpp (a packed AVX-512 or AVX2 micro-kernel where
+//    the processor has one, OpenBLAS's cblas_sgemm elsewhere), with bias, residual and GELU
+//    fused into the loops that touch the data anyway;
 //  - the attention is the capstone kernel (wb::attention_forward / attention_backward) on q,
 //    k, v written straight into the head layout [B, H, T, d];
 //  - with RoPE, q and k are turned as they are written into that layout (chapter 3's
@@ -19,7 +21,7 @@
 //
 // Threads: OpenMP does every parallel loop, and the GEMMs are cut into bands of rows that
 // the same OpenMP threads share, each band one single-threaded sgemm. OpenBLAS (the pthread
-// build) is told to use 1 thread while a step runs, so its own thread pool and OpenMP's never
+// build, what sgemm falls back to) is told to use 1 thread while a step runs, so its own thread pool and OpenMP's never
 // compete for the cores. No sum's order depends on the thread count, so a step gives the same
 // bits for any OMP_NUM_THREADS.
 //
@@ -29,9 +31,10 @@
 
 #include <cblas.h>
 #include <omp.h>
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define WB_GELU_AVX2 1  // an AVX2 + FMA GELU beside the portable one, picked at run time
+
+#include "workbook/simd.hpp"
+#ifdef WB_SIMD_X86
+#include <immintrin.h>  // an AVX2 + FMA GELU beside the portable one, picked at run time
 #endif
 
 #include <algorithm>
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "capstone/attention_kernel.hpp"
+#include "capstone/minigpt/gemm.hpp"
 #include "capstone/minigpt/rope_tables.hpp"
 
 namespace wb::minigpt {
@@ -57,11 +61,12 @@ std::string num(std::size_t n) { return std::to_string(n); }
 
 // The rows of C are cut into bands of a fixed height (256 rows; 128 or 64 when C has fewer
 // than 1024 or 256 rows, so that even a [D, 4D] weight gradient gives two bands), and the
-// OpenMP threads share the bands; each band is one single-threaded sgemm. OpenBLAS's bits
-// depend on how the rows are cut (measured: cutting a [2048, 128] product at row 1024
-// changes about 1 element in 10 in its last bit), so the cut depends on the shapes only, never
-// on the thread count: the same bits for 1, 2 or 16 threads. The bands cost 0-5 % against
-// one call (~95 GFLOP/s on one core here with OpenBLAS's AVX2 kernels).
+// OpenMP threads share the bands; each band is one single-threaded sgemm (gemm.hpp). Its bits,
+// like OpenBLAS's, depend on how the rows are cut (measured with OpenBLAS: cutting a
+// [2048, 128] product at row 1024 changes about 1 element in 10 in its last bit), so the cut
+// depends on the shapes only, never on the thread count: the same bits for 1, 2 or 16
+// threads. The bands cost 0-5 % against one call (bench/gemm_speed times the products as
+// banded here).
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t K, const float* A,
           std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
     const std::size_t rows = M >= 1024 ? 256 : (M >= 256 ? 128 : 64);
@@ -71,10 +76,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t
         const std::size_t r0 = band * rows, r1 = std::min(M, r0 + rows);
         // Row r of op(A) starts at A + r·lda (no transpose) or at column r (transposed).
         const float* a = trans_a ? A + r0 : A + r0 * lda;
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(r1 - r0),
-                    static_cast<int>(Nc), static_cast<int>(K), 1.0f, a, static_cast<int>(lda), B,
-                    static_cast<int>(ldb), beta, C + r0 * ldc, static_cast<int>(ldc));
+        sgemm(trans_a, trans_b, r1 - r0, Nc, K, a, lda, B, ldb, beta, C + r0 * ldc, ldc);
     }
 }
 
@@ -164,11 +166,10 @@ void gelu_row_default(float* y, float* grad, const float* b, std::size_t F) {
     for (std::size_t j = 0; j < F; ++j) gelu_one(y[j] + b[j], y[j], grad[j]);
 }
 
-#ifdef WB_GELU_AVX2
+#ifdef WB_SIMD_X86
 // The same, 8 values at a time with AVX2 + FMA. Written with intrinsics because GCC does not
 // vectorise the clamps (float comparisons) under the default -ftrapping-math.
-__attribute__((target("avx2,fma"))) void gelu_row_avx2(float* y, float* grad, const float* b,
-                                                       std::size_t F) {
+WB_TARGET_AVX2 void gelu_row_avx2(float* y, float* grad, const float* b, std::size_t F) {
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     std::size_t j = 0;
     for (; j + 8 <= F; j += 8) {
@@ -209,12 +210,10 @@ __attribute__((target("avx2,fma"))) void gelu_row_avx2(float* y, float* grad, co
 #endif
 
 using GeluRow = void (*)(float*, float*, const float*, std::size_t);
+// The AVX2 row wherever the processor runs AVX2 + FMA (AVX-512 included), unless WB_SIMD=0.
 GeluRow gelu_row() {
-#ifdef WB_GELU_AVX2
-    static const GeluRow row = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                                   ? gelu_row_avx2
-                                   : gelu_row_default;
-    return row;
+#ifdef WB_SIMD_X86
+    return simd_level() >= kSimdAvx2 ? gelu_row_avx2 : gelu_row_default;
 #else
     return gelu_row_default;
 #endif

@@ -1,0 +1,135 @@
+// The mini-GPT trainer's matrix products, one thread: wb::minigpt::sgemm (gemm.hpp, this
+// processor's path) against OpenBLAS's cblas_sgemm, in GFLOP/s, on the shapes of the benchmark
+// step of train_step (V=96 T=128 D=128 H=4 L=4 B=16: N = 2048 rows).
+//
+//   build/<dir>/bench/gemm_speed [--seconds 0.2] [--shape NAME]
+//
+// Each product is called as the trainer calls it (gpt_train.cpp's gemm): C cut into bands of
+// 256 rows (128 or 64 below 1024 or 256 rows), one call per band, here in sequence on one
+// thread. The two sides alternate, `--seconds` each per round, 5 rounds; the median round is
+// printed. `WB_SIMD=0|1` in the environment caps the path (cblas / avx2).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+#include <CLI/CLI.hpp>
+
+#include "capstone/minigpt/gemm.hpp"
+
+namespace {
+
+struct Shape {
+    const char* name;
+    bool trans_a, trans_b;
+    std::size_t M, N, K;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The trainer's bands (gpt_train.cpp): one call per band of rows of C.
+template <class Call>
+void banded(const Shape& s, const float* A, float* C, Call&& call) {
+    const std::size_t rows = s.M >= 1024 ? 256 : (s.M >= 256 ? 128 : 64);
+    const std::size_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+    for (std::size_t r0 = 0; r0 < s.M; r0 += rows) {
+        const std::size_t r1 = std::min(s.M, r0 + rows);
+        const float* a = s.trans_a ? A + r0 : A + r0 * lda;
+        call(r1 - r0, a, lda, ldb, C + r0 * s.N);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    double seconds = 0.2;
+    std::string only;
+    CLI::App app{"GFLOP/s of the trainer's sgemm against cblas_sgemm, one thread"};
+    app.add_option("--seconds", seconds, "time of each side per round")->check(CLI::PositiveNumber);
+    app.add_option("--shape", only, "one shape only (its name in the table)");
+    CLI11_PARSE(app, argc, argv);
+    openblas_set_num_threads(1);
+
+    const std::size_t N = 2048, D = 128, F = 512, V = 96;
+    const std::vector<Shape> shapes = {
+        {"fwd qkv    x.Wt", false, true, N, 3 * D, D},
+        {"fwd w_o    x.Wt", false, true, N, D, D},
+        {"fwd w_fc   x.Wt", false, true, N, F, D},
+        {"fwd w_proj x.Wt", false, true, N, D, F},
+        {"fwd lm_head x.Wt", false, true, N, V, D},
+        {"dx qkv     dy.W", false, false, N, D, 3 * D},
+        {"dx w_o     dy.W", false, false, N, D, D},
+        {"dx w_fc    dy.W", false, false, N, D, F},
+        {"dx w_proj  dy.W", false, false, N, F, D},
+        {"dx lm_head dy.W", false, false, N, D, V},
+        {"dW qkv     dyt.x", true, false, 3 * D, D, N},
+        {"dW w_o     dyt.x", true, false, D, D, N},
+        {"dW w_fc    dyt.x", true, false, F, D, N},
+        {"dW w_proj  dyt.x", true, false, D, F, N},
+        {"dW lm_head dyt.x", true, false, V, D, N},
+    };
+    std::printf("wb::minigpt::sgemm path: %s; GFLOP/s on 1 thread, median of 5 rounds\n",
+                wb::minigpt::sgemm_path());
+    std::printf("%-18s %5s %5s %5s %10s %10s %7s\n", "product", "M", "N", "K", "sgemm", "cblas",
+                "ratio");
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<double> ratios;
+    for (const Shape& s : shapes) {
+        if (!only.empty() && only != s.name) continue;
+        std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N, 0.0f);
+        for (float& x : A) x = dist(gen);
+        for (float& x : B) x = dist(gen);
+        auto ours = [&] {
+            banded(s, A.data(), C.data(),
+                   [&](std::size_t m, const float* a, std::size_t lda, std::size_t ldb, float* c) {
+                       wb::minigpt::sgemm(s.trans_a, s.trans_b, m, s.N, s.K, a, lda, B.data(), ldb,
+                                          0.0f, c, s.N);
+                   });
+        };
+        auto theirs = [&] {
+            banded(s, A.data(), C.data(),
+                   [&](std::size_t m, const float* a, std::size_t lda, std::size_t ldb, float* c) {
+                       cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+                                   s.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                                   static_cast<int>(s.N), static_cast<int>(s.K), 1.0f, a,
+                                   static_cast<int>(lda), B.data(), static_cast<int>(ldb), 0.0f, c,
+                                   static_cast<int>(s.N));
+                   });
+        };
+        const double flops = 2.0 * static_cast<double>(s.M * s.N * s.K);
+        // GFLOP/s of `seconds` of calls (at least one).
+        auto rate = [&](auto&& call) {
+            using clock = std::chrono::steady_clock;
+            const auto t0 = clock::now();
+            long calls = 0;
+            double elapsed = 0.0;
+            do {
+                call();
+                ++calls;
+                elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+            } while (elapsed < seconds);
+            return flops * static_cast<double>(calls) / elapsed * 1e-9;
+        };
+        ours();  // warm-up: scratch, caches
+        theirs();
+        std::vector<double> r_ours, r_theirs;
+        for (int round = 0; round < 5; ++round) {
+            r_ours.push_back(rate(ours));
+            r_theirs.push_back(rate(theirs));
+        }
+        const double g_ours = median(r_ours), g_theirs = median(r_theirs);
+        ratios.push_back(g_ours / g_theirs);
+        std::printf("%-18s %5zu %5zu %5zu %10.1f %10.1f %6.2fx\n", s.name, s.M, s.N, s.K, g_ours,
+                    g_theirs, g_ours / g_theirs);
+    }
+    if (!ratios.empty()) std::printf("median ratio sgemm / cblas: %.2fx\n", median(ratios));
+    return 0;
+}
