@@ -6,13 +6,15 @@
 //
 // How it is fast (chapters/capstone/README.md, section 7, measures each step):
 //  - Tiles. The queries of a head are cut into blocks of BR rows and the keys into blocks of
-//    BC keys. One task owns one query block; it walks the key blocks left to right with the
-//    online softmax, so the scores of a block pair (BR × BC floats) live in cache, never T × T.
+//    BC keys. A forward task owns one query block; it walks the key blocks left to right with
+//    the online softmax, so the scores of a block pair (BR × BC floats) live in cache, never
+//    T × T. A backward task owns one head and visits each of its block pairs once.
 //  - Causal blocks skipped. Key blocks entirely to the right of the diagonal are never read;
 //    only the diagonal block is masked element by element.
 //  - A register-blocked micro-kernel. Every product (q kᵀ, P v, and the five of the backward)
-//    is "C += A·B" on small tiles; gemm_tiles keeps an MR × NR block of C in registers and
-//    streams A and B through it, NR floats wide, so the multiply-adds run on full SIMD vectors.
+//    is "C += A·B" on small tiles; gemm_tiles keeps an MR × NW block of C in registers and
+//    streams A and B through it, so the multiply-adds run on full SIMD vectors. Rows of the
+//    inputs are read where they lie, not copied, whenever they are already tile-shaped.
 //  - A vectorisable exp. std::exp is a library call the compiler cannot put in a SIMD loop;
 //    exp_approx is a few multiply-adds that it can (relative error ~1e-7).
 //  - AVX2 + FMA or AVX-512 when the processor has them. The build uses the compiler's default
@@ -20,15 +22,15 @@
 //    with WB_TARGET_AVX2 and with WB_TARGET_AVX512 (workbook/simd.hpp), and wb::simd_level()
 //    chooses at run time (WB_SIMD=0|1|2 caps it). No build flag is needed and the binary
 //    runs on any x86-64.
-//  - Balanced threads. The work of query block qb grows with qb (the causal triangle); tasks
-//    pair block qb with block nb − 1 − qb so that every task has the same work, and threads
-//    take tasks dynamically.
+//  - Balanced threads. The work of query block qb grows with qb (the causal triangle); forward
+//    tasks pair block qb with block nb − 1 − qb so that every task has the same work, and
+//    threads take tasks dynamically. Backward tasks are heads, all of the same work.
 //
 // Determinism: every output element is computed by exactly one task, in a fixed order that
 // does not depend on which thread runs the task or how many threads there are. The backward
-// has no atomics: dk and dv are summed by one task per key block (over the query blocks),
-// and dq by one task per query block (over the key blocks), at the price of computing the
-// weights P twice.
+// has no atomics: one task sums dq, dk and dv of a head, each over the blocks in ascending
+// order, and computes the weights P of each block pair once. (Heads are the only parallel
+// axis of the backward: B·H below the thread count leaves threads idle.)
 #include "capstone/attention_kernel.hpp"
 #include "workbook/fast_exp.hpp"
 #include "workbook/simd.hpp"
@@ -63,10 +65,12 @@ namespace {
 
 constexpr std::size_t BR = 64;  // query rows per block
 constexpr std::size_t BC = 64;  // keys per block
-constexpr std::size_t NR = 16;  // columns of C held in registers (1 AVX-512, 2 AVX, 4 SSE vectors)
-// MR, the rows of C held in registers, is a template parameter: 8 for AVX-512 (32 registers),
-// 4 for AVX2 and 2 for SSE (16 registers), so that MR × NR / (vector width) = 8 accumulators
-// hide the 4-cycle latency of a multiply-add without spilling.
+constexpr std::size_t NR = 16;  // tile widths are multiples of NR (1 AVX-512, 2 AVX, 4 SSE vectors)
+// The register block of a product, MR rows × NW columns of C, is a pair of template
+// parameters: 8 × 32 for AVX-512 (16 of its 32 registers), 4 × 16 for AVX2 and 2 × 16 for SSE
+// (8 of 16). A multiply-add has a latency of 4 cycles and two issue each cycle, so at least 8
+// independent accumulators keep both units busy; AVX-512's 16 leave slack for the loads, and
+// per k its 16 multiply-adds need 2 loads of B and 8 broadcasts of A.
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -99,39 +103,48 @@ struct Geometry {
 // (workbook/fast_exp.hpp; exactly 0 below -87, so a masked -inf score gets weight 0).
 WB_ALWAYS_INLINE float exp_approx(float x) { return fast_exp(x); }
 
+// One MR × W block of C (+)= A·B, held in registers for the whole k loop: per k, one row of
+// W floats of B is loaded and used MR times, and each of MR numbers of A is used W times.
+template <std::size_t MR, std::size_t W, bool kAccumulate>
+WB_ALWAYS_INLINE void gemm_block(std::size_t K, const float* __restrict a, std::size_t ai,
+                                 std::size_t ak, const float* __restrict b, std::size_t ldb,
+                                 float* __restrict c, std::size_t ldc) {
+    float acc[MR][W];  // the register tile; the n loops below are its SIMD lanes
+    for (std::size_t r = 0; r < MR; ++r) {
+#pragma omp simd
+        for (std::size_t n = 0; n < W; ++n) acc[r][n] = kAccumulate ? c[r * ldc + n] : 0.0f;
+    }
+    for (std::size_t k = 0; k < K; ++k, a += ak, b += ldb) {
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const float ar = a[r * ai];
+#pragma omp simd
+            for (std::size_t n = 0; n < W; ++n) acc[r][n] += ar * b[n];
+        }
+    }
+    for (std::size_t r = 0; r < MR; ++r) {
+#pragma omp simd
+        for (std::size_t n = 0; n < W; ++n) c[r * ldc + n] = acc[r][n];
+    }
+}
+
 // C (+)= A·B on tiles: C is [M, N] row-major with leading dimension ldc, A(i, k) is
 // A[i·ai + k·ak] (so a transposed A is just other strides), B(k, n) is B[k·ldb + n].
-// M must be a multiple of MR and N of NR (the callers pad their tiles with zeros).
-// Each MR × NR block of C stays in registers for the whole k loop: per k, one row of NR
-// floats of B is loaded and used MR times, and each of MR numbers of A is used NR times.
-template <std::size_t MR, bool kAccumulate>
+// M must be a multiple of MR and N of NR (the callers pad their tiles with zeros): blocks of
+// NW columns, then NR-wide ones for the rest.
+template <std::size_t MR, std::size_t NW, bool kAccumulate>
 WB_ALWAYS_INLINE void gemm_tiles(std::size_t M, std::size_t N, std::size_t K,
                                  const float* __restrict A, std::size_t ai, std::size_t ak,
                                  const float* __restrict B, std::size_t ldb, float* __restrict C,
                                  std::size_t ldc) {
     for (std::size_t i = 0; i < M; i += MR) {
-        for (std::size_t n0 = 0; n0 < N; n0 += NR) {
-            float acc[MR][NR];  // the register tile; the n loops below are its SIMD lanes
-            for (std::size_t r = 0; r < MR; ++r) {
-#pragma omp simd
-                for (std::size_t n = 0; n < NR; ++n)
-                    acc[r][n] = kAccumulate ? C[(i + r) * ldc + n0 + n] : 0.0f;
-            }
-            const float* a = A + i * ai;
-            const float* b = B + n0;
-            for (std::size_t k = 0; k < K; ++k, a += ak, b += ldb) {
-#pragma GCC unroll 16
-                for (std::size_t r = 0; r < MR; ++r) {
-                    const float ar = a[r * ai];
-#pragma omp simd
-                    for (std::size_t n = 0; n < NR; ++n) acc[r][n] += ar * b[n];
-                }
-            }
-            for (std::size_t r = 0; r < MR; ++r) {
-#pragma omp simd
-                for (std::size_t n = 0; n < NR; ++n) C[(i + r) * ldc + n0 + n] = acc[r][n];
-            }
-        }
+        std::size_t n = 0;
+        for (; n + NW <= N; n += NW)
+            gemm_block<MR, NW, kAccumulate>(K, A + i * ai, ai, ak, B + n, ldb, C + i * ldc + n,
+                                            ldc);
+        for (; n < N; n += NR)
+            gemm_block<MR, NR, kAccumulate>(K, A + i * ai, ai, ak, B + n, ldb, C + i * ldc + n,
+                                            ldc);
     }
 }
 
@@ -143,6 +156,16 @@ WB_ALWAYS_INLINE void load_rows(const float* __restrict src, std::size_t n, std:
         std::fill(dst + r * g.dp + g.d, dst + (r + 1) * g.dp, 0.0f);
     }
     std::fill(dst + n * g.dp, dst + rows * g.dp, 0.0f);
+}
+
+// Rows [r0, r0 + used) of a [T, d] head as a [used, dp] tile: the head itself when its rows
+// are already dp wide and all `used` rows exist (no copy: a copy per block pair cost 12 % of
+// the forward), else rows r0..T copied into `tile` [rows, dp] with zeros after them.
+WB_ALWAYS_INLINE const float* rows_of(const float* head, std::size_t r0, std::size_t used,
+                                      std::size_t rows, const Geometry& g, float* tile) {
+    if (g.d == g.dp && r0 + used <= g.T) return head + r0 * g.d;
+    load_rows(head + r0 * g.d, std::min(rows, g.T - r0), rows, g, tile);
+    return tile;
 }
 
 // Copies n rows of a [T, d] head into a transposed [d, W] tile (positions along the row),
@@ -173,7 +196,7 @@ std::size_t forward_scratch(const Geometry& g) {
 // The scores of a block pair are computed transposed, keys × queries: st = k qᵀ, [BC, BR].
 // The query block is transposed once per task (not the key block once per pair), and the
 // softmax statistics m, l of the BR queries are then plain SIMD vectors along each row of st.
-template <std::size_t MR>
+template <std::size_t MR, std::size_t NW>
 WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, const float* kh,
                                          const float* vh, float* oh, float* lh, std::size_t qb,
                                          float* work) {
@@ -182,9 +205,9 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
     const std::size_t Mr = round_up(nq, MR);
     float* o = work;           // [BR, dp] running (unnormalised) output
     float* qt = o + BR * dp;   // [d, BR] the query block, transposed
-    float* kb = qt + d * BR;   // [BC, dp] the key block
-    float* vb = kb + BC * dp;  // [BC, dp] the value block
-    float* st = vb + BC * dp;  // [BC, BR] scores, then weights, keys × queries
+    float* kt = qt + d * BR;   // [BC, dp] the key block, when it must be copied
+    float* vt = kt + BC * dp;  // [BC, dp] the value block, likewise
+    float* st = vt + BC * dp;  // [BC, BR] scores, then weights, keys × queries
     float* m = st + BC * BR;   // [BR] running max of the scaled scores
     float* l = m + BR;         // [BR] running sum of exp(score - m)
     float* mx = l + BR;        // [BR] max of this key block
@@ -201,10 +224,10 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
         const std::size_t nk = std::min(BC, g.T - j0);
         const std::size_t kmax = visible_keys(last_key, j0, nk);  // keys any row can see
         const std::size_t Mk = round_up(kmax, MR);
-        load_rows(kh + j0 * d, nk, BC, g, kb);
-        load_rows(vh + j0 * d, nk, BC, g, vb);
+        const float* kb = rows_of(kh, j0, Mk, BC, g, kt);    // [Mk, dp] keys
+        const float* vb = rows_of(vh, j0, kmax, BC, g, vt);  // [kmax, dp] values
 
-        gemm_tiles<MR, false>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR);  // st = k qᵀ   [Mk, BR]
+        gemm_tiles<MR, NW, false>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR);  // st = k qᵀ   [Mk, BR]
 
         // Scale, mask the future (key j0 + j is visible to queries i0 + i >= j0 + j), and take
         // the max of each query's column.
@@ -244,7 +267,7 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
             for (std::size_t c = 0; c < dp; ++c) orow[c] *= alpha[i];
         }
 
-        gemm_tiles<MR, true>(Mr, dp, kmax, st, 1, BR, vb, dp, o, dp);  // o += P v   [Mr, dp]
+        gemm_tiles<MR, NW, true>(Mr, dp, kmax, st, 1, BR, vb, dp, o, dp);  // o += P v   [Mr, dp]
     }
 
     for (std::size_t i = 0; i < nq; ++i) {
@@ -257,16 +280,15 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
 
 void forward_block_generic(const Geometry& g, const float* qh, const float* kh, const float* vh,
                            float* oh, float* lh, std::size_t qb, float* work) {
-    forward_block_body<2>(g, qh, kh, vh, oh, lh, qb, work);
+    forward_block_body<2, NR>(g, qh, kh, vh, oh, lh, qb, work);
 }
 
 // ---- backward --------------------------------------------------------------------------------
 
-// Floats of scratch one backward task uses.
+// Floats of scratch one backward task (one head) uses: the head's dq and row terms grow with
+// T, the tiles do not.
 std::size_t backward_scratch(const Geometry& g) {
-    const std::size_t dkdv = 2 * BR * g.dp + BR + 2 * BC * g.dp + 2 * g.d * BC + 2 * BR * BC;
-    const std::size_t dq = BR * g.dp + 2 * g.d * BR + 2 * BC * g.dp + 2 * BC * BR + 2 * BR;
-    return std::max(dkdv, dq);
+    return g.nb * BR * g.dp + g.T + 2 * g.d * BC + 3 * BC * g.dp + 2 * BR * g.dp + 2 * BR * BC;
 }
 
 // The weights and score gradients of one block pair, recomputed from lse (nothing T × T is
@@ -305,124 +327,77 @@ WB_ALWAYS_INLINE float row_term(const Geometry& g, const float* dout_i, const fl
     return Di;
 }
 
-// Pointers of one head, shared by the two backward passes.
+// Pointers of one head.
 struct HeadPtrs {
     const float *q, *k, *v, *out, *lse, *dout;
     float *dq, *dk, *dv;
 };
 
-// dk and dv of one key block [j0, j0 + nk): sums over every query block at or after it.
-template <std::size_t MR>
-WB_ALWAYS_INLINE void backward_dkdv_body(const Geometry& g, const HeadPtrs& h, std::size_t kb,
-                                         float* work) {
-    const std::size_t dp = g.dp, d = g.d;
-    const std::size_t j0 = kb * BC, nk = std::min(BC, g.T - j0);
-    float* qt = work;            // [BR, dp] query block
-    float* gt = qt + BR * dp;    // [BR, dp] dout block
-    float* D = gt + BR * dp;     // [BR]
-    float* dka = D + BR;         // [BC, dp] dk of this key block, summed over query blocks
-    float* dva = dka + BC * dp;  // [BC, dp] dv likewise
-    float* kt = dva + BC * dp;   // [d, BC] keys, transposed
-    float* vt = kt + d * BC;     // [d, BC] values, transposed
-    float* s = vt + d * BC;      // [BR, BC] scores, then weights P
-    float* ds = s + BR * BC;     // [BR, BC] dP, then dS · scale
+// dq, dk and dv of one head, every block pair once: the key blocks left to right, and for
+// each the query blocks at or below it (causal). A pair gives all three gradients from one
+// P and one dS (5 block products), so nothing is recomputed; dk and dv of the key block are
+// summed in tiles, dq of every query block in the head's [T, dp] accumulator, each over the
+// blocks in ascending order whatever the thread count (one task owns the head).
+template <std::size_t MR, std::size_t NW>
+WB_ALWAYS_INLINE void backward_head_body(const Geometry& g, const HeadPtrs& h, float* work) {
+    const std::size_t dp = g.dp, d = g.d, T = g.T;
+    float* dqa = work;                // [nb·BR, dp] dq of the head, summed over the key blocks
+    float* D = dqa + g.nb * BR * dp;  // [T] row terms
+    float* kt = D + T;                // [d, BC] keys, transposed
+    float* vt = kt + d * BC;          // [d, BC] values, transposed
+    float* ktile = vt + d * BC;       // [BC, dp] key rows, when they must be copied
+    float* dka = ktile + BC * dp;     // [BC, dp] dk of this key block, summed over query blocks
+    float* dva = dka + BC * dp;       // [BC, dp] dv likewise
+    float* qtile = dva + BC * dp;     // [BR, dp] query rows, when they must be copied
+    float* gtile = qtile + BR * dp;   // [BR, dp] dout rows, likewise
+    float* s = gtile + BR * dp;       // [BR, BC] scores, then weights P
+    float* ds = s + BR * BC;          // [BR, BC] dP, then dS · scale
 
-    load_transposed(h.k + j0 * d, nk, BC, g, kt);
-    load_transposed(h.v + j0 * d, nk, BC, g, vt);
-    std::fill(dka, dka + BC * dp, 0.0f);
-    std::fill(dva, dva + BC * dp, 0.0f);
+    std::fill(dqa, dqa + g.nb * BR * dp, 0.0f);
+    for (std::size_t i = 0; i < T; ++i) D[i] = row_term(g, h.dout + i * d, h.out + i * d);
 
-    // Causal: query blocks before the one holding row j0 see none of these keys.
-    for (std::size_t i0 = j0 / BR * BR; i0 < g.T; i0 += BR) {
-        const std::size_t nq = std::min(BR, g.T - i0);
-        const std::size_t Mr = round_up(nq, MR);
-        const std::size_t kmax = visible_keys(i0 + nq - 1, j0, nk);
-        const std::size_t Ns = round_up(kmax, NR);
-        load_rows(h.q + i0 * d, nq, BR, g, qt);
-        load_rows(h.dout + i0 * d, nq, BR, g, gt);
-        for (std::size_t i = 0; i < nq; ++i)
-            D[i] = row_term(g, h.dout + (i0 + i) * d, h.out + (i0 + i) * d);
+    for (std::size_t j0 = 0; j0 < T; j0 += BC) {
+        const std::size_t nk = std::min(BC, T - j0);
+        load_transposed(h.k + j0 * d, nk, BC, g, kt);
+        load_transposed(h.v + j0 * d, nk, BC, g, vt);
+        const float* kb = rows_of(h.k, j0, nk, BC, g, ktile);  // [nk, dp] key rows
+        std::fill(dka, dka + BC * dp, 0.0f);
+        std::fill(dva, dva + BC * dp, 0.0f);
 
-        gemm_tiles<MR, false>(Mr, Ns, d, qt, dp, 1, kt, BC, s, BC);   // s  = q kᵀ      [Mr, Ns]
-        gemm_tiles<MR, false>(Mr, Ns, d, gt, dp, 1, vt, BC, ds, BC);  // dP = dout vᵀ   [Mr, Ns]
-        weights_and_dscores(g, i0, nq, Mr, j0, nk, Ns, h.lse + i0, D, s, ds);
+        // Causal: query blocks before the one holding row j0 see none of these keys.
+        for (std::size_t i0 = j0 / BR * BR; i0 < T; i0 += BR) {
+            const std::size_t nq = std::min(BR, T - i0);
+            const std::size_t Mr = round_up(nq, MR);
+            const std::size_t kmax = visible_keys(i0 + nq - 1, j0, nk);
+            const std::size_t Ns = round_up(kmax, NR);
+            const float* qb = rows_of(h.q, i0, Mr, BR, g, qtile);     // [Mr, dp] query rows
+            const float* gb = rows_of(h.dout, i0, Mr, BR, g, gtile);  // [Mr, dp] dout rows
 
-        const std::size_t Mj = round_up(kmax, MR);
-        gemm_tiles<MR, true>(Mj, dp, nq, s, 1, BC, gt, dp, dva, dp);   // dv += Pᵀ dout   [Mj, dp]
-        gemm_tiles<MR, true>(Mj, dp, nq, ds, 1, BC, qt, dp, dka, dp);  // dk += dSᵀ q     [Mj, dp]
-    }
+            gemm_tiles<MR, NW, false>(Mr, Ns, d, qb, dp, 1, kt, BC, s, BC);  // s = q kᵀ   [Mr, Ns]
+            gemm_tiles<MR, NW, false>(Mr, Ns, d, gb, dp, 1, vt, BC, ds, BC);  // dP = dout vᵀ
+            weights_and_dscores(g, i0, nq, Mr, j0, nk, Ns, h.lse + i0, D + i0, s, ds);
 
-    for (std::size_t j = 0; j < nk; ++j) {
-        for (std::size_t c = 0; c < d; ++c) {
-            h.dk[(j0 + j) * d + c] = dka[j * dp + c];
-            h.dv[(j0 + j) * d + c] = dva[j * dp + c];
+            const std::size_t Mj = round_up(kmax, MR);  // keys, rounded: rows of dk and dv
+            gemm_tiles<MR, NW, true>(Mj, dp, nq, s, 1, BC, gb, dp, dva, dp);   // dv += Pᵀ dout
+            gemm_tiles<MR, NW, true>(Mj, dp, nq, ds, 1, BC, qb, dp, dka, dp);  // dk += dSᵀ q
+            float* dqb = dqa + i0 * dp;  // [Mr, dp] dq of this query block
+            gemm_tiles<MR, NW, true>(Mr, dp, kmax, ds, BC, 1, kb, dp, dqb, dp);  // dq += dS k
         }
-    }
-}
 
-// dq of one query block [i0, i0 + nq): sums over every key block up to the diagonal.
-// Like the forward, it works keys × queries (st = k qᵀ, dpt = v doutᵀ), so that only the
-// query block is transposed, once per task.
-template <std::size_t MR>
-WB_ALWAYS_INLINE void backward_dq_body(const Geometry& g, const HeadPtrs& h, std::size_t qb,
-                                       float* work) {
-    const std::size_t dp = g.dp, d = g.d;
-    const std::size_t i0 = qb * BR, nq = std::min(BR, g.T - i0);
-    const std::size_t Mr = round_up(nq, MR);
-    float* dqa = work;          // [BR, dp] dq of this query block, summed over key blocks
-    float* qt = dqa + BR * dp;  // [d, BR] query block, transposed
-    float* gt = qt + d * BR;    // [d, BR] dout block, transposed
-    float* kb = gt + d * BR;    // [BC, dp] key block
-    float* vb = kb + BC * dp;   // [BC, dp] value block
-    float* st = vb + BC * dp;   // [BC, BR] scores, keys × queries
-    float* dst = st + BC * BR;  // [BC, BR] dP, then dS · scale, keys × queries
-    float* D = dst + BC * BR;   // [BR] row terms
-    float* lse = D + BR;        // [BR] log-sum-exp of the block's rows
-
-    load_transposed(h.q + i0 * d, nq, BR, g, qt);
-    load_transposed(h.dout + i0 * d, nq, BR, g, gt);
-    std::fill(D, D + BR, 0.0f);
-    std::fill(lse, lse + BR, 0.0f);
-    for (std::size_t i = 0; i < nq; ++i) {
-        D[i] = row_term(g, h.dout + (i0 + i) * d, h.out + (i0 + i) * d);
-        lse[i] = h.lse[i0 + i];
-    }
-    std::fill(dqa, dqa + BR * dp, 0.0f);
-
-    const std::size_t last_key = i0 + nq - 1;
-    for (std::size_t j0 = 0; j0 <= last_key; j0 += BC) {
-        const std::size_t nk = std::min(BC, g.T - j0);
-        const std::size_t kmax = visible_keys(last_key, j0, nk);
-        const std::size_t Mk = round_up(kmax, MR);
-        load_rows(h.k + j0 * d, nk, BC, g, kb);
-        load_rows(h.v + j0 * d, nk, BC, g, vb);
-
-        gemm_tiles<MR, false>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR);   // st  = k qᵀ      [Mk, BR]
-        gemm_tiles<MR, false>(Mk, BR, d, vb, dp, 1, gt, BR, dst, BR);  // dpt = v doutᵀ   [Mk, BR]
-        for (std::size_t j = 0; j < kmax; ++j) {
-            const float* srow = st + j * BR;
-            float* drow = dst + j * BR;
-            const std::size_t first = j0 + j > i0 ? j0 + j - i0 : 0;  // first query that sees j
-#pragma omp simd
-            for (std::size_t i = 0; i < BR; ++i) {
-                const float e = exp_approx(srow[i] * g.scale - lse[i]);
-                const float p = i >= first ? e : 0.0f;
-                drow[i] = p * (drow[i] - D[i]) * g.scale;
+        for (std::size_t j = 0; j < nk; ++j) {
+            for (std::size_t c = 0; c < d; ++c) {
+                h.dk[(j0 + j) * d + c] = dka[j * dp + c];
+                h.dv[(j0 + j) * d + c] = dva[j * dp + c];
             }
         }
-        gemm_tiles<MR, true>(Mr, dp, kmax, dst, 1, BR, kb, dp, dqa, dp);  // dq += dS k   [Mr, dp]
     }
-
-    for (std::size_t i = 0; i < nq; ++i) {
-        for (std::size_t c = 0; c < d; ++c) h.dq[(i0 + i) * d + c] = dqa[i * dp + c];
+    for (std::size_t i = 0; i < T; ++i) {
+        for (std::size_t c = 0; c < d; ++c) h.dq[i * d + c] = dqa[i * dp + c];
     }
 }
 
-void backward_dkdv_generic(const Geometry& g, const HeadPtrs& h, std::size_t kb, float* work) {
-    backward_dkdv_body<2>(g, h, kb, work);
-}
-void backward_dq_generic(const Geometry& g, const HeadPtrs& h, std::size_t qb, float* work) {
-    backward_dq_body<2>(g, h, qb, work);
+void backward_head_generic(const Geometry& g, const HeadPtrs& h, float* work) {
+    backward_head_body<2, NR>(g, h, work);
 }
 
 // ---- the same task functions compiled for AVX2 + FMA and AVX-512, chosen at run time -------
@@ -431,28 +406,18 @@ void backward_dq_generic(const Geometry& g, const HeadPtrs& h, std::size_t qb, f
 WB_TARGET_AVX2 void forward_block_avx2(const Geometry& g, const float* qh, const float* kh,
                                        const float* vh, float* oh, float* lh, std::size_t qb,
                                        float* work) {
-    forward_block_body<4>(g, qh, kh, vh, oh, lh, qb, work);
+    forward_block_body<4, NR>(g, qh, kh, vh, oh, lh, qb, work);
 }
-WB_TARGET_AVX2 void backward_dkdv_avx2(const Geometry& g, const HeadPtrs& h, std::size_t kb,
-                                       float* work) {
-    backward_dkdv_body<4>(g, h, kb, work);
-}
-WB_TARGET_AVX2 void backward_dq_avx2(const Geometry& g, const HeadPtrs& h, std::size_t qb,
-                                     float* work) {
-    backward_dq_body<4>(g, h, qb, work);
+WB_TARGET_AVX2 void backward_head_avx2(const Geometry& g, const HeadPtrs& h, float* work) {
+    backward_head_body<4, NR>(g, h, work);
 }
 WB_TARGET_AVX512 void forward_block_avx512(const Geometry& g, const float* qh, const float* kh,
                                            const float* vh, float* oh, float* lh, std::size_t qb,
                                            float* work) {
-    forward_block_body<8>(g, qh, kh, vh, oh, lh, qb, work);
+    forward_block_body<8, 2 * NR>(g, qh, kh, vh, oh, lh, qb, work);
 }
-WB_TARGET_AVX512 void backward_dkdv_avx512(const Geometry& g, const HeadPtrs& h, std::size_t kb,
-                                           float* work) {
-    backward_dkdv_body<8>(g, h, kb, work);
-}
-WB_TARGET_AVX512 void backward_dq_avx512(const Geometry& g, const HeadPtrs& h, std::size_t qb,
-                                         float* work) {
-    backward_dq_body<8>(g, h, qb, work);
+WB_TARGET_AVX512 void backward_head_avx512(const Geometry& g, const HeadPtrs& h, float* work) {
+    backward_head_body<8, 2 * NR>(g, h, work);
 }
 #endif
 
@@ -511,47 +476,27 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
                         float* dv) {
     require_positive("wb::attention_backward", s);
     const Geometry g = geometry_of(s);
-    const long long tasks = static_cast<long long>(s.B * s.H * ((g.nb + 1) / 2));
-    auto dkdv = backward_dkdv_generic;
-    auto dqf = backward_dq_generic;
+    const long long heads = static_cast<long long>(s.B * s.H);
+    auto body = backward_head_generic;
 #ifdef WB_SIMD_X86
-    if (simd_level() == kSimdAvx2) {
-        dkdv = backward_dkdv_avx2;
-        dqf = backward_dq_avx2;
-    }
-    if (simd_level() == kSimdAvx512) {
-        dkdv = backward_dkdv_avx512;
-        dqf = backward_dq_avx512;
-    }
+    if (simd_level() == kSimdAvx2) body = backward_head_avx2;
+    if (simd_level() == kSimdAvx512) body = backward_head_avx512;
 #endif
-
-    auto head = [&](std::size_t bh) {
-        const std::size_t off = bh * s.T * s.d;
-        return HeadPtrs{q + off,    k + off,  v + off,  out + off, lse + bh * s.T,
-                        dout + off, dq + off, dk + off, dv + off};
-    };
 
 #pragma omp parallel
     {
-        // This thread's tiles, kept between calls: a training step calls the kernel 2·L
+        // This thread's scratch, kept between calls: a training step calls the kernel 2·L
         // times, and the scratch only grows (every task overwrites what it reads).
         thread_local std::vector<float> work;
         work.resize(std::max(work.size(), backward_scratch(g)));
-        // Pass 1: dk, dv, one key block per task (key block kb sees query blocks kb..nb-1).
+        // One head per task: every head has the same work, so heads need no pairing, and the
+        // head's dq sums stay in one task (splitting a head would need a reduction of dq).
 #pragma omp for schedule(dynamic, 1)
-        for (long long t = 0; t < tasks; ++t) {
-            const Pair p = pair_of(static_cast<std::size_t>(t), g.nb);
-            const HeadPtrs h = head(p.head);
-            dkdv(g, h, p.first, work.data());
-            if (p.second != p.first) dkdv(g, h, p.second, work.data());
-        }
-        // Pass 2: dq, one query block per task (query block qb sees key blocks 0..qb).
-#pragma omp for schedule(dynamic, 1)
-        for (long long t = 0; t < tasks; ++t) {
-            const Pair p = pair_of(static_cast<std::size_t>(t), g.nb);
-            const HeadPtrs h = head(p.head);
-            dqf(g, h, p.first, work.data());
-            if (p.second != p.first) dqf(g, h, p.second, work.data());
+        for (long long bh = 0; bh < heads; ++bh) {
+            const std::size_t off = static_cast<std::size_t>(bh) * s.T * s.d;
+            const HeadPtrs h{q + off,    k + off,  v + off,  out + off, lse + bh * s.T,
+                             dout + off, dq + off, dk + off, dv + off};
+            body(g, h, work.data());
         }
     }
 }
