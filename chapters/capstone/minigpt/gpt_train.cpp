@@ -21,9 +21,9 @@
 //
 // Threads: OpenMP does every parallel loop, and the GEMMs are cut into bands of rows that
 // the same OpenMP threads share, each band one single-threaded sgemm. OpenBLAS (the pthread
-// build, what sgemm falls back to) is told to use 1 thread while a step runs, so its own thread pool and OpenMP's never
-// compete for the cores. No sum's order depends on the thread count, so a step gives the same
-// bits for any OMP_NUM_THREADS.
+// build, what sgemm falls back to) is told to use 1 thread while a step runs, so its own
+// thread pool and OpenMP's never compete for the cores. No sum's order depends on the thread
+// count, so a step gives the same bits for any OMP_NUM_THREADS.
 //
 // Shapes: B sequences of T tokens, N = B·T rows (row b·T + t), D width, F = 4D, H heads of
 // width d = D / H, L blocks, V vocabulary. Weights in PyTorch's [out, in] layout.
@@ -65,8 +65,8 @@ std::string num(std::size_t n) { return std::to_string(n); }
 // like OpenBLAS's, depend on how the rows are cut (measured with OpenBLAS: cutting a
 // [2048, 128] product at row 1024 changes about 1 element in 10 in its last bit), so the cut
 // depends on the shapes only, never on the thread count: the same bits for 1, 2 or 16
-// threads. The bands cost 0-5 % against one call (bench/gemm_speed times the products as
-// banded here).
+// threads. The bands cost 0-5 % against one call (measured with OpenBLAS; bench/gemm_speed
+// times the products banded as here).
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t K, const float* A,
           std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
     const std::size_t rows = M >= 1024 ? 256 : (M >= 256 ? 128 : 64);
