@@ -55,8 +55,6 @@ namespace {
 
 const char* const kName = "wb::minigpt::GptTrainer";
 
-std::string num(std::size_t n) { return std::to_string(n); }
-
 // ---- Matrix products: C [M, Nc] = op(A) op(B) + beta C, split over rows of C ---------------
 
 // The rows of C are cut into bands of a fixed height (256 rows; 128 or 64 when C has fewer
@@ -284,55 +282,73 @@ void layernorm_backward(const float* dy, const float* x, const float* gamma, con
     }
 }
 
+using Floats = std::vector<float>;
+Floats zeros(std::size_t n) { return Floats(n, 0.0f); }
+
 }  // namespace
 
 // ---- The trainer's state: every buffer of one [B, T] step ---------------------------------------
 
 struct GptTrainer::Impl {
+    // The sizes first: every buffer below is sized from them where it is declared, so each
+    // buffer is listed once, with its shape.
+    Impl(const GptConfig& config, std::size_t batch, std::size_t seq_len)
+        : c(config),
+          B(batch),
+          T(seq_len),
+          N(batch * seq_len),
+          d(config.D / config.H),
+          D(config.D),
+          F(4 * config.D),
+          L(config.L),
+          V(config.V),
+          H(config.H) {}
+
     GptConfig c;
-    std::size_t B, T, N, d;
+    std::size_t B, T, N, d, D, F, L, V, H;
     bool has_forward = false;
     std::size_t valid = 0;  // targets that are not -1 in the last forward
 
     // RoPE (positions == rope): cos and sin [T, d/2] of the angles of positions 0 .. T-1,
     // made once (rope_tables.hpp). Empty with learned positions.
-    RopeTables rope;
+    RopeTables rope = c.positions == Positions::rope ? RopeTables(T, d) : RopeTables();
 
-    std::vector<int> inputs;   // [N] ids of the last forward
-    std::vector<int> targets;  // [N] targets, -1 = ignored
+    std::vector<int> inputs = std::vector<int>(N, 0);    // [N] ids of the last forward
+    std::vector<int> targets = std::vector<int>(N, -1);  // [N] targets, -1 = ignored
     // Activations, per block l (index l·N·D etc.), kept for the backward.
-    std::vector<float> resid;      // [L + 1, N, D] stream entering block l; [L] leaves the last
-    std::vector<float> x_mid;      // [L, N, D] stream after the attention half
-    std::vector<float> ln1;        // [L, N, D]
-    std::vector<float> ln1_mean;   // [L, N]
-    std::vector<float> ln1_rstd;   // [L, N]
-    std::vector<float> qkv;        // [L, 3, B, H, T, d] q, k, v in head layout
-    std::vector<float> att;        // [L, B, H, T, d] attention output in head layout
-    std::vector<float> lse;        // [L, B, H, T] log-sum-exp of each attention row
-    std::vector<float> att_cat;    // [L, N, D] heads merged (input of w_o)
-    std::vector<float> ln2;        // [L, N, D]
-    std::vector<float> ln2_mean;   // [L, N]
-    std::vector<float> ln2_rstd;   // [L, N]
-    std::vector<float> fc_gelu;    // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
-    std::vector<float> gelu_grad;  // [L, N, F] GELU' at the same point, for the backward
-    std::vector<float> ln_f;       // [N, D]
-    std::vector<float> ln_f_mean;  // [N]
-    std::vector<float> ln_f_rstd;  // [N]
-    std::vector<float> probs;      // [N, V] softmax of the logits
-    std::vector<float> row_loss;   // [N] loss of each row (0 where ignored)
+    // [L + 1, N, D] stream entering block l; [L] leaves the last
+    Floats resid = zeros((L + 1) * N * D);
+    Floats x_mid = zeros(L * N * D);      // [L, N, D] stream after the attention half
+    Floats ln1 = zeros(L * N * D);        // [L, N, D]
+    Floats ln1_mean = zeros(L * N);       // [L, N]
+    Floats ln1_rstd = zeros(L * N);       // [L, N]
+    Floats qkv = zeros(L * 3 * N * D);    // [L, 3, B, H, T, d] q, k, v in head layout
+    Floats att = zeros(L * N * D);        // [L, B, H, T, d] attention output in head layout
+    Floats lse = zeros(L * N * H);        // [L, B, H, T] log-sum-exp of each attention row
+    Floats att_cat = zeros(L * N * D);    // [L, N, D] heads merged (input of w_o)
+    Floats ln2 = zeros(L * N * D);        // [L, N, D]
+    Floats ln2_mean = zeros(L * N);       // [L, N]
+    Floats ln2_rstd = zeros(L * N);       // [L, N]
+    Floats fc_gelu = zeros(L * N * F);    // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
+    Floats gelu_grad = zeros(L * N * F);  // [L, N, F] GELU' at the same point, for the backward
+    Floats ln_f = zeros(N * D);           // [N, D]
+    Floats ln_f_mean = zeros(N);          // [N]
+    Floats ln_f_rstd = zeros(N);          // [N]
+    Floats probs = zeros(N * V);          // [N, V] softmax of the logits
+    Floats row_loss = zeros(N);           // [N] loss of each row (0 where ignored)
     // Scratch of the forward and the backward.
-    std::vector<float> proj;      // [N, 3D] output of the q|k|v projections, before the split
-    std::vector<float> dlogits;   // [N, V]
-    std::vector<float> dresid;    // [N, D] gradient of the residual stream
-    std::vector<float> dln;       // [N, D] gradient of a LayerNorm output
-    std::vector<float> datt_cat;  // [N, D] gradient of the merged heads
-    std::vector<float> datt;      // [B, H, T, d] the same, in head layout
-    std::vector<float> dqkv;      // [3, B, H, T, d] gradients of q, k, v
-    std::vector<float> dproj;     // [N, 3D] the same, merged back to rows
-    std::vector<float> dfc;       // [N, F]
-    std::vector<float> wqkv;      // [3D, D] w_q, w_k, w_v stacked: one product instead of three
-    std::vector<float> dwqkv;     // [3D, D] their gradients, stacked
-    std::vector<float> dbqkv;     // [3D] the biases' gradients, stacked
+    Floats proj = zeros(N * 3 * D);   // [N, 3D] output of the q|k|v projections, before the split
+    Floats dlogits = zeros(N * V);    // [N, V]
+    Floats dresid = zeros(N * D);     // [N, D] gradient of the residual stream
+    Floats dln = zeros(N * D);        // [N, D] gradient of a LayerNorm output
+    Floats datt_cat = zeros(N * D);   // [N, D] gradient of the merged heads
+    Floats datt = zeros(N * D);       // [B, H, T, d] the same, in head layout
+    Floats dqkv = zeros(3 * N * D);   // [3, B, H, T, d] gradients of q, k, v
+    Floats dproj = zeros(N * 3 * D);  // [N, 3D] the same, merged back to rows
+    Floats dfc = zeros(N * F);        // [N, F]
+    Floats wqkv = zeros(3 * D * D);   // [3D, D] w_q, w_k, w_v stacked: one product instead of three
+    Floats dwqkv = zeros(3 * D * D);  // [3D, D] their gradients, stacked
+    Floats dbqkv = zeros(3 * D);      // [3D] the biases' gradients, stacked
 };
 
 namespace {
@@ -361,8 +377,7 @@ struct SerialBlas {
 
 }  // namespace
 
-GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len)
-    : impl_(std::make_unique<Impl>()) {
+GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len) {
     require_valid_config(kName, config);
     if (batch == 0 || seq_len == 0) {
         throw ShapeError(std::string(kName) + ": batch [B, T] = " +
@@ -372,47 +387,7 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
         throw ValueError(std::string(kName) + ": T = " + num(seq_len) + " exceeds T_max = " +
                          num(config.T_max) + " (the longest sequence of the model)");
     }
-    Impl& m = *impl_;
-    m.c = config;
-    m.B = batch;
-    m.T = seq_len;
-    m.N = batch * seq_len;
-    m.d = config.D / config.H;
-    const std::size_t N = m.N, D = config.D, F = 4 * D, L = config.L, V = config.V;
-    if (config.positions == Positions::rope) m.rope = RopeTables(seq_len, m.d);
-    m.inputs.assign(N, 0);
-    m.targets.assign(N, -1);
-    m.resid.assign((L + 1) * N * D, 0.0f);
-    m.x_mid.assign(L * N * D, 0.0f);
-    m.ln1.assign(L * N * D, 0.0f);
-    m.ln1_mean.assign(L * N, 0.0f);
-    m.ln1_rstd.assign(L * N, 0.0f);
-    m.qkv.assign(L * 3 * N * D, 0.0f);
-    m.att.assign(L * N * D, 0.0f);
-    m.lse.assign(L * N * config.H, 0.0f);
-    m.att_cat.assign(L * N * D, 0.0f);
-    m.ln2.assign(L * N * D, 0.0f);
-    m.ln2_mean.assign(L * N, 0.0f);
-    m.ln2_rstd.assign(L * N, 0.0f);
-    m.gelu_grad.assign(L * N * F, 0.0f);
-    m.fc_gelu.assign(L * N * F, 0.0f);
-    m.ln_f.assign(N * D, 0.0f);
-    m.ln_f_mean.assign(N, 0.0f);
-    m.ln_f_rstd.assign(N, 0.0f);
-    m.probs.assign(N * V, 0.0f);
-    m.row_loss.assign(N, 0.0f);
-    m.proj.assign(N * 3 * D, 0.0f);
-    m.dlogits.assign(N * V, 0.0f);
-    m.dresid.assign(N * D, 0.0f);
-    m.dln.assign(N * D, 0.0f);
-    m.datt_cat.assign(N * D, 0.0f);
-    m.datt.assign(N * D, 0.0f);
-    m.dqkv.assign(3 * N * D, 0.0f);
-    m.dproj.assign(N * 3 * D, 0.0f);
-    m.dfc.assign(N * F, 0.0f);
-    m.wqkv.assign(3 * D * D, 0.0f);
-    m.dwqkv.assign(3 * D * D, 0.0f);
-    m.dbqkv.assign(3 * D, 0.0f);
+    impl_ = std::make_unique<Impl>(config, batch, seq_len);
 }
 
 GptTrainer::~GptTrainer() = default;
