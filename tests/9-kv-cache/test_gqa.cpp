@@ -291,9 +291,8 @@ TEST_CASE("gqa_attention rejects empty axes and mismatched shapes") {
                     "[2, 2, 6, 4]");
 }
 
-// docs/bad_inputs.md names this check as it is, with S for the keys that are M here.
 TEST_CASE(
-    "gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > S") {
+    "gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > M") {
     const Heads q = wbtest::randn<Heads>({1, 4, 3, 2}, 971);   // H = 4
     const Heads k3 = wbtest::randn<Heads>({1, 3, 3, 2}, 972);  // H_kv = 3 does not divide 4
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k3, k3, false),
