@@ -8,6 +8,8 @@
 /// ```
 /// wb::svg::write_line_chart("loss.svg", "training loss", "step", "loss",
 ///                           {{"train", steps, train_loss}, {"val", steps, val_loss}});
+/// wb::svg::LineChartOptions o;  o.x_ticks = {256, 512, 1024};  o.note = "3 repetitions";
+/// wb::svg::write_line_chart("speed.svg", "GFLOP/s against T", "T", "GFLOP/s", lines, o);
 /// wb::svg::Heatmap h;  h.title = "head 0";  h.rows = h.cols = T;  h.values = weights;
 /// wb::svg::write_heatmaps("attention.svg", "attention weights", {h});
 /// ```
@@ -28,11 +30,21 @@
 /// SVG output: line charts and heatmaps, written atomically.
 namespace wb::svg {
 
-/// One line of a line chart: a name for the legend and its points, `x[i]` paired with `y[i]`.
+/// One line of a line chart: a name for the legend and its points, `x[i]` paired with `y[i]`,
+/// joined in the order given.
 struct Series {
     std::string name;       ///< shown in the legend
     std::vector<double> x;  ///< horizontal positions, one per point
     std::vector<double> y;  ///< vertical positions, as many as `x`
+    bool dashed = false;    ///< a dashed line (and legend entry), e.g. for a reference
+};
+
+/// What a line chart may add to its axes and series; the defaults draw the plain chart.
+struct LineChartOptions {
+    /// The x values to mark (e.g. the measured sizes), in place of the round ticks; any order,
+    /// repeats drawn once, all finite. Empty: round ticks (steps of 1, 2 or 5 times 10^k).
+    std::vector<double> x_ticks;
+    std::string note;  ///< a smaller grey line under the title (empty: none)
 };
 
 /// One panel of a heatmap figure: a `rows x cols` grid of values (e.g. one head's
@@ -169,18 +181,21 @@ inline bool masked(double v) {
 }  // namespace detail
 
 /// Writes a line chart of `series` to `path` as SVG: axes with ticks and labels, one coloured
-/// line with dots per series, and a legend.
+/// line with dots per series (dashed where `Series::dashed`), and a legend whose column is as
+/// wide as the longest name.
 /// @param path the SVG file to write (through `path.tmp` and a rename)
 /// @param title shown above the chart
 /// @param x_label names the horizontal axis, e.g. `"T (tokens)"`
 /// @param y_label names the vertical axis, e.g. `"GFLOP/s"`
 /// @param series the lines; at least one, each with as many x as y values, all finite
+/// @param options explicit x ticks and a note under the title; by default neither
 /// @throws ValueError if `series` is empty, a series has no points, its x and y sizes differ,
-///         or a value is not finite
+///         or a value (or an x tick) is not finite
 /// @throws FileError if the file cannot be written
 inline void write_line_chart(const std::string& path, const std::string& title,
                              const std::string& x_label, const std::string& y_label,
-                             const std::vector<Series>& series) {
+                             const std::vector<Series>& series,
+                             const LineChartOptions& options = {}) {
     const char* fn = "wb::svg::write_line_chart";
     if (series.empty())
         throw ValueError(std::string(fn) + ": got no series, expected at least one");
@@ -205,6 +220,15 @@ inline void write_line_chart(const std::string& path, const std::string& title,
             y1 = std::max(y1, line.y[i]);
         }
     }
+    std::vector<double> given = options.x_ticks;
+    for (std::size_t i = 0; i < given.size(); ++i) {
+        if (!std::isfinite(given[i])) {
+            throw ValueError(std::string(fn) + ": x tick " + std::to_string(i) + " is " +
+                             detail::num(given[i]) + ", expected a finite value");
+        }
+    }
+    std::sort(given.begin(), given.end());
+    given.erase(std::unique(given.begin(), given.end()), given.end());
     // Start the y axis at zero for non-negative data (timings, rates), so ratios read true.
     if (y0 >= 0) y0 = 0;
     if (x1 == x0) {
@@ -214,13 +238,18 @@ inline void write_line_chart(const std::string& path, const std::string& title,
     if (y1 == y0) {
         y1 = y0 + 1;
     }
-    const std::vector<double> xt = detail::ticks(x0, x1), yt = detail::ticks(y0, y1);
+    const std::vector<double> xt = given.empty() ? detail::ticks(x0, x1) : given;
+    const std::vector<double> yt = detail::ticks(y0, y1);
     x0 = std::min(x0, xt.front());
     x1 = std::max(x1, xt.back());
     y0 = std::min(y0, yt.front());
     y1 = std::max(y1, yt.back());
 
-    const double W = 720, H = 440, left = 70, right = 170, top = 40, bottom = 55;
+    // The legend's column is as wide as its longest name (about 7 px per character).
+    std::size_t longest = 0;
+    for (const Series& line : series) longest = std::max(longest, line.name.size());
+    const double right = std::max(170.0, 60.0 + 7.0 * static_cast<double>(longest));
+    const double W = 550 + right, H = 440, left = 70, top = 40, bottom = 55;
     const double pw = W - left - right, ph = H - top - bottom;  // plot area
     auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * pw; };
     auto py = [&](double y) { return top + ph - (y - y0) / (y1 - y0) * ph; };
@@ -228,6 +257,9 @@ inline void write_line_chart(const std::string& path, const std::string& title,
     std::ostringstream out;
     detail::open_svg(out, W, H);
     detail::text(out, W / 2, 22, title, "middle", "font-size=\"15\" font-weight=\"bold\"");
+    if (!options.note.empty()) {
+        detail::text(out, W / 2, 36, options.note, "middle", "font-size=\"11\" fill=\"#555\"");
+    }
     for (double t : xt) {  // vertical grid lines and x ticks
         out << "<line x1=\"" << detail::num(px(t)) << "\" y1=\"" << top << "\" x2=\""
             << detail::num(px(t)) << "\" y2=\"" << top + ph << "\" stroke=\"#e5e5e5\"/>\n";
@@ -245,8 +277,9 @@ inline void write_line_chart(const std::string& path, const std::string& title,
                  "transform=\"rotate(-90 18 " + detail::num(top + ph / 2) + ")\"");
     for (std::size_t s = 0; s < series.size(); ++s) {
         const Series& line = series[s];
-        out << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << detail::color(s)
-            << "\" points=\"";
+        const char* dash = line.dashed ? " stroke-dasharray=\"6 3\"" : "";
+        out << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << detail::color(s) << '"'
+            << dash << " points=\"";
         for (std::size_t i = 0; i < line.x.size(); ++i) {
             out << (i ? " " : "") << detail::num(px(line.x[i])) << ','
                 << detail::num(py(line.y[i]));
@@ -259,8 +292,8 @@ inline void write_line_chart(const std::string& path, const std::string& title,
         }
         const double ly = top + 10 + 20.0 * static_cast<double>(s);  // legend entry
         out << "<line x1=\"" << left + pw + 15 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 40
-            << "\" y2=\"" << ly << "\" stroke-width=\"2\" stroke=\"" << detail::color(s)
-            << "\"/>\n";
+            << "\" y2=\"" << ly << "\" stroke-width=\"2\" stroke=\"" << detail::color(s) << '"'
+            << dash << "/>\n";
         detail::text(out, left + pw + 46, ly + 4, line.name, "start");
     }
     out << "</svg>\n";
