@@ -138,106 +138,62 @@ def student_errors(rows):
     return out
 
 
-def svg_escape(text):
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&apos;"))
-
-
-def svg_num(v):
-    return f"{v:.4g}"
-
-
-def nice_ticks(lo, hi):
-    """The ticks of workbook/svg.hpp: steps of 1, 2 or 5 times a power of ten."""
-    import math
-    if not hi > lo:
-        return [lo]
-    raw = (hi - lo) / 5.0
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), mag)
-    ticks, t = [], math.ceil(lo / step) * step
-    while t <= hi + step * 1e-9:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return ticks
-
-
-def write_line_chart(path, title, x_label, y_label, series, x_ticks=None, note=""):
-    """The SVG line chart of workbook/svg.hpp (same layout and palette), from Python. X_TICKS
-    (e.g. the measured sizes) replaces the round ticks; NOTE is a line under the title."""
-    palette = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442",
-               "#000000"]
+def chart_description(title, x_label, y_label, series, x_ticks=None, note=""):
+    """The text that bench/svg_chart reads (its format is at the top of bench/svg_chart.cpp)
+    for a line chart of SERIES, [(name, [(x, y), ...])], each line's points in x order. X_TICKS
+    (e.g. the measured sizes) replaces the round ticks; NOTE is a line under the title; a series
+    whose name contains " reference" is dashed."""
     if not series:
         raise WorkbookError("write_line_chart: got no series, expected at least one")
-    xs = [x for _, pts in series for x, _ in pts]
-    ys = [y for _, pts in series for _, y in pts]
-    if not xs:
-        raise WorkbookError("write_line_chart: the series have no points")
-    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
-    y0 = min(y0, 0.0)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-    if y1 == y0:
-        y1 = y0 + 1
-    xt, yt = (sorted(set(x_ticks)) if x_ticks else nice_ticks(x0, x1)), nice_ticks(y0, y1)
-    x0, x1, y0, y1 = min(x0, xt[0]), max(x1, xt[-1]), min(y0, yt[0]), max(y1, yt[-1])
-    # The legend's column is as wide as its longest name (about 7 px per character).
-    longest = max((len(name) for name, _ in series), default=0)
-    left, right, top, bottom = 70, max(170, 60 + 7 * longest), 40, 55
-    W, H = 550 + right, 440
-    pw, ph = W - left - right, H - top - bottom
 
-    def px(x):
-        return left + (x - x0) / (x1 - x0) * pw
+    def text(value):  # one line: a line break in a name would end the item
+        return re.sub(r"[\r\n]+", " ", str(value))
 
-    def py(y):
-        return top + ph - (y - y0) / (y1 - y0) * ph
+    def number(value, what):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            raise WorkbookError(f"write_line_chart: {what} is {value!r}, expected a finite number")
+        return str(value) if isinstance(value, int) else repr(float(value))
 
-    def text(x, y, s, anchor="middle", extra=""):
-        return (f'<text x="{svg_num(x)}" y="{svg_num(y)}" text-anchor="{anchor}"'
-                f'{" " + extra if extra else ""}>{svg_escape(s)}</text>')
-
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-           f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           text(W / 2, 22, title, extra='font-size="15" font-weight="bold"')]
+    lines = [f"title {text(title)}", f"x_label {text(x_label)}", f"y_label {text(y_label)}"]
     if note:
-        out.append(text(W / 2, 36, note, extra='font-size="11" fill="#555"'))
-    for t in xt:
-        out.append(f'<line x1="{svg_num(px(t))}" y1="{top}" x2="{svg_num(px(t))}" '
-                   f'y2="{top + ph}" stroke="#e5e5e5"/>')
-        out.append(text(px(t), top + ph + 16, svg_num(t)))
-    for t in yt:
-        out.append(f'<line x1="{left}" y1="{svg_num(py(t))}" x2="{left + pw}" '
-                   f'y2="{svg_num(py(t))}" stroke="#e5e5e5"/>')
-        out.append(text(left - 6, py(t) + 4, svg_num(t), "end"))
-    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" '
-               f'stroke="#333"/>')
-    out.append(text(left + pw / 2, H - 14, x_label))
-    out.append(text(18, top + ph / 2, y_label,
-                    extra=f'transform="rotate(-90 18 {svg_num(top + ph / 2)})"'))
-    for s, (name, pts) in enumerate(series):
-        color = palette[s % len(palette)]
-        pts = sorted(pts)
-        coords = " ".join(f"{svg_num(px(x))},{svg_num(py(y))}" for x, y in pts)
-        dash = ' stroke-dasharray="6 3"' if " reference" in name else ""
-        out.append(f'<polyline fill="none" stroke-width="2" stroke="{color}"{dash} '
-                   f'points="{coords}"/>')
-        for x, y in pts:
-            out.append(f'<circle r="3" fill="{color}" cx="{svg_num(px(x))}" '
-                       f'cy="{svg_num(py(y))}"/>')
-        ly = top + 10 + 20 * s
-        out.append(f'<line x1="{left + pw + 15}" y1="{ly}" x2="{left + pw + 40}" y2="{ly}" '
-                   f'stroke-width="2" stroke="{color}"{dash}/>')
-        out.append(text(left + pw + 46, ly + 4, name, "start"))
-    out.append("</svg>")
-    tmp = Path(str(path) + ".tmp")
+        lines.append(f"note {text(note)}")
+    if x_ticks:
+        lines.append("x_ticks " + " ".join(number(t, "an x tick") for t in x_ticks))
+    for name, points in series:
+        lines.append(f"series {text(name)}")
+        if " reference" in name:
+            lines.append("dashed")
+        for x, y in sorted(points):
+            lines.append(f"point {number(x, f'an x of {name}')} {number(y, f'a y of {name}')}")
+    return "\n".join(lines) + "\n"
+
+
+def svg_chart_program(build_dir):
+    """BUILD_DIR's bench/svg_chart (the chart writer of workbook/svg.hpp), or a WorkbookError
+    that says how to build it."""
+    exe = Path(build_dir) / "bench" / "svg_chart"
+    if not exe.exists():
+        raise WorkbookError(f"{exe} is not built, and --svg draws with it: cmake --build "
+                            f"{build_dir} --target svg_chart (in a build configured with "
+                            "-DWB_BUILD_BENCH=ON, e.g. cmake --preset bench)")
+    return exe
+
+
+def write_line_chart(path, title, x_label, y_label, series, x_ticks=None, note="", *,
+                     build_dir):
+    """Writes the SVG line chart to PATH with wb::svg::write_line_chart (workbook/svg.hpp), run
+    as BUILD_DIR's bench/svg_chart on chart_description(...)."""
+    description = chart_description(title, x_label, y_label, series, x_ticks, note)
+    exe = svg_chart_program(build_dir)
     try:
-        tmp.write_text("\n".join(out) + "\n")
-        os.replace(tmp, path)
+        result = subprocess.run([str(exe.resolve()), str(path)], input=description, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as error:
-        raise WorkbookError(f"cannot write {path}: {error.strerror}")
+        raise WorkbookError(f"cannot run {exe}: {error.strerror}")
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        raise WorkbookError(lines[-1] if lines else f"{exe} failed ({result.returncode})")
 
 
 def scaling_charts(rows):
@@ -337,7 +293,8 @@ def cmd_bench(args):
             configure(build_dir, WB_BUILD_BENCH="ON", CMAKE_BUILD_TYPE="Release")
         elif cache_value(build_dir, "WB_BUILD_BENCH") not in ("ON", "TRUE", "1"):
             configure(build_dir, WB_BUILD_BENCH="ON")
-        build_with_progress(build_dir, ["bench_workbook", "train_step"])
+        build_with_progress(build_dir, ["bench_workbook", "train_step"]
+                            + (["svg_chart"] if args.svg else []))
         exe = build_dir / "bench" / "bench_workbook"
         if not exe.exists():
             raise WorkbookError(f"{exe} was not built (is Google Benchmark installed?)")
@@ -386,11 +343,15 @@ def cmd_bench(args):
         charts = scaling_charts(rows)
         if not charts:
             raise WorkbookError("nothing to draw: every benchmark stopped with an error")
+        build_dir = Path(args.build_dir)
+        if args.from_json and cache_value(build_dir, "WB_BUILD_BENCH") in ("ON", "TRUE", "1"):
+            build_with_progress(build_dir, ["svg_chart"])  # up to date with workbook/svg.hpp
         path = Path(args.svg)
         for fam, x_label, y_label, series, xs, note in charts:
             target = path if len(charts) == 1 else path.with_name(
                 f"{path.stem}-{re.sub(r'[^A-Za-z0-9]+', '-', fam).strip('-') or 'all'}{path.suffix}")
             title = f"{y_label} against {x_label.split()[0]}" + (f", {fam}" if fam else "")
-            write_line_chart(target, title, x_label, y_label, series, xs, note)
+            write_line_chart(target, title, x_label, y_label, series, xs, note,
+                             build_dir=build_dir)
             print(f"wrote {target}" + (f" ({note})" if note else ""))
     return 1 if errors else 0

@@ -1,16 +1,17 @@
-"""Google Benchmark's JSON: repetitions, a stub, and the scaling chart."""
+"""Google Benchmark's JSON: repetitions, a stub, and the scaling chart's description (the
+drawing itself is bench/svg_chart's, tested by ctest -L bench)."""
 
 import json
 import sys
 import tempfile
 import unittest
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wb.bench import (bench_table, parse_bench_json, scaling_charts,  # noqa: E402
-                      student_errors, write_line_chart)
+from wb.bench import (bench_table, chart_description, parse_bench_json,  # noqa: E402
+                      scaling_charts, student_errors, write_line_chart)
+from wb.common import WorkbookError  # noqa: E402
 
 
 def run(name, us, gflops=None, error=""):
@@ -59,15 +60,35 @@ class Bench(unittest.TestCase):
         self.assertEqual(names, ["attention_forward reference", "attention_forward yours"])
         self.assertIn("no line of yours for attention_forward", charts["B1_H8_d32"][5])
         self.assertEqual(charts["B1_H8_d64"][4], [256, 512, 1024])
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "c.svg"
-            fam, x_label, y_label, series, xs, note = charts["B1_H8_d64"]
-            write_line_chart(path, "t", x_label, y_label, series, xs, note)
-            texts = [t.text for t in ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}text")]
-            for tick in ("256", "512", "1024"):   # ticks at the measured sizes
-                self.assertIn(tick, texts)
-            self.assertIn("attention_forward yours", texts)
+        fam, x_label, y_label, series, xs, note = charts["B1_H8_d64"]
+        self.assertEqual(chart_description("GFLOP/s against T, " + fam, x_label, y_label, series,
+                                           xs, note).splitlines(), [
+            "title GFLOP/s against T, B1_H8_d64", "x_label T (tokens)", "y_label GFLOP/s",
+            "x_ticks 256 512 1024",   # ticks at the measured sizes
+            "series attention_forward reference", "dashed",
+            "point 256 8.0", "point 512 8.0", "point 1024 8.0",
+            "series attention_forward yours",
+            "point 256 2.0", "point 512 2.0", "point 1024 2.0"])
+        text = chart_description("t", "x", "y", charts["B1_H8_d32"][3], [], "a\nnote")
+        self.assertIn("note a note", text.splitlines())   # one line, whatever the note holds
+        self.assertNotIn("x_ticks", text)
 
+    def test_chart_description_sorts_points_and_refuses_bad_values(self):
+        text = chart_description("t", "x", "y", [("f yours", [(3, 0.5), (1, 2.25)])])
+        self.assertEqual(text, "title t\nx_label x\ny_label y\nseries f yours\n"
+                               "point 1 2.25\npoint 3 0.5\n")
+        with self.assertRaisesRegex(WorkbookError, "a y of f yours is nan"):
+            chart_description("t", "x", "y", [("f yours", [(1, float("nan"))])])
+        with self.assertRaisesRegex(WorkbookError, "got no series"):
+            chart_description("t", "x", "y", [])
+
+    def test_a_missing_chart_program_says_how_to_build_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(WorkbookError, "svg_chart is not built.*--target "
+                                                       "svg_chart"):
+                write_line_chart(Path(tmp) / "c.svg", "t", "x", "y", [("f", [(1, 1.0)])],
+                                 build_dir=Path(tmp))
+            self.assertFalse((Path(tmp) / "c.svg").exists())
 
 if __name__ == "__main__":
     unittest.main()
