@@ -133,8 +133,10 @@ def main(argv=None):
                          description="Builds bench_workbook and train_step, runs the benchmarks "
                          "of TARGET (a chapter, `kernel` for the capstone kernel, or all) and "
                          "prints your time, the reference's and their ratio (the median of "
-                         "--repetitions runs). Exit status 1 when a benchmark of yours stops with "
-                         "an error (a stub, a wrong result).")
+                         "--repetitions runs). With --svg it also builds svg_chart, the workbook's "
+                         "one chart writer (workbook/svg.hpp), and draws the scaling chart. Exit "
+                         "status 1 when a benchmark of yours stops with an error (a stub, a "
+                         "wrong result).")
     p.add_argument("target", nargs="?", help="3, chapter3, capstone, kernel or all (default)")
     p.add_argument("--filter", help="a --benchmark_filter regex instead of TARGET")
     p.add_argument("--min-time", help="--benchmark_min_time, e.g. 0.05")
