@@ -30,9 +30,6 @@ template <class Real>
 using Mat = xt::xtensor<Real, 2>;  ///< `[rows, cols]` in scalar type Real
 template <class Real>
 using Heads = xt::xtensor<Real, 4>;  ///< split heads `[B, H, T, d]` in scalar type Real
-/// The former name of Heads, kept while the capstone's kernel code still spells it.
-template <class Real>
-using Cube = Heads<Real>;
 
 inline namespace WB_IMPL {
 

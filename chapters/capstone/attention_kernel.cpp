@@ -32,17 +32,17 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
     WB_STUB();
 }
 
-Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                              xt::xtensor<float, 3>& lse) {
+Heads<float> attention_forward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                               xt::xtensor<float, 3>& lse) {
     // Spec: attention_kernel.hpp. Check the shapes (see @throws), then call the raw version above.
     (void)q, (void)k, (void)v, (void)lse;
     WB_STUB();
 }
 
-void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                        const Cube<float>& out, const xt::xtensor<float, 3>& lse,
-                        const Cube<float>& dout, Cube<float>& dq, Cube<float>& dk,
-                        Cube<float>& dv) {
+void attention_backward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                        const Heads<float>& out, const xt::xtensor<float, 3>& lse,
+                        const Heads<float>& dout, Heads<float>& dq, Heads<float>& dk,
+                        Heads<float>& dv) {
     // Spec: attention_kernel.hpp. Check the shapes (see @throws), then call the raw version above.
     (void)q, (void)k, (void)v, (void)out, (void)lse, (void)dout, (void)dq, (void)dk, (void)dv;
     WB_STUB();

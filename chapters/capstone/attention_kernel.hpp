@@ -79,8 +79,8 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
 /// @return out `[B, H, T, d]`
 /// @throws ShapeError naming "wb::attention_forward" and the shapes if k or v differs from q's
 ///         shape, or q has an axis of size 0
-Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                              xt::xtensor<float, 3>& lse);
+Heads<float> attention_forward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                               xt::xtensor<float, 3>& lse);
 
 /// Convenience wrapper: checks the shapes, then calls the raw attention_backward.
 /// @param q, k, v, out, dout `[B, H, T, d]`
@@ -88,9 +88,10 @@ Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const 
 /// @param dq, dk, dv outputs, resized to `[B, H, T, d]` and assigned
 /// @throws ShapeError naming "wb::attention_backward" and the shapes if k, v, out or dout
 ///         differs from q's shape, lse is not `[B, H, T]`, or q has an axis of size 0
-void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                        const Cube<float>& out, const xt::xtensor<float, 3>& lse,
-                        const Cube<float>& dout, Cube<float>& dq, Cube<float>& dk, Cube<float>& dv);
+void attention_backward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                        const Heads<float>& out, const xt::xtensor<float, 3>& lse,
+                        const Heads<float>& dout, Heads<float>& dq, Heads<float>& dk,
+                        Heads<float>& dv);
 
 /// @}
 

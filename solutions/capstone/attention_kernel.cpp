@@ -84,7 +84,7 @@ void require_positive(const char* function, const AttentionShape& s) {
 }
 
 // The AttentionShape of a [B, H, T, d] cube.
-AttentionShape shape_of(const Cube<float>& x) {
+AttentionShape shape_of(const Heads<float>& x) {
     return AttentionShape{x.shape(0), x.shape(1), x.shape(2), x.shape(3)};
 }
 
@@ -506,24 +506,24 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
     }
 }
 
-Cube<float> attention_forward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                              xt::xtensor<float, 3>& lse) {
+Heads<float> attention_forward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                               xt::xtensor<float, 3>& lse) {
     const char* fn = "wb::attention_forward";
     require_nonempty(fn, "q", q);
     const Shape qs(q.shape().begin(), q.shape().end());
     require_shape(fn, "k", k, qs);
     require_shape(fn, "v", v, qs);
     const AttentionShape s = shape_of(q);
-    Cube<float> out(q.shape());                                // [B, H, T, d]
+    Heads<float> out(q.shape());                               // [B, H, T, d]
     lse = xt::xtensor<float, 3>::from_shape({s.B, s.H, s.T});  // [B, H, T]
     attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
     return out;
 }
 
-void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<float>& v,
-                        const Cube<float>& out, const xt::xtensor<float, 3>& lse,
-                        const Cube<float>& dout, Cube<float>& dq, Cube<float>& dk,
-                        Cube<float>& dv) {
+void attention_backward(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
+                        const Heads<float>& out, const xt::xtensor<float, 3>& lse,
+                        const Heads<float>& dout, Heads<float>& dq, Heads<float>& dk,
+                        Heads<float>& dv) {
     const char* fn = "wb::attention_backward";
     require_nonempty(fn, "q", q);
     const Shape qs(q.shape().begin(), q.shape().end());
@@ -533,9 +533,9 @@ void attention_backward(const Cube<float>& q, const Cube<float>& k, const Cube<f
     require_shape(fn, "dout", dout, qs);
     require_shape(fn, "lse", lse, Shape{qs[0], qs[1], qs[2]});
     const AttentionShape s = shape_of(q);
-    dq = Cube<float>::from_shape(q.shape());  // [B, H, T, d] each
-    dk = Cube<float>::from_shape(q.shape());
-    dv = Cube<float>::from_shape(q.shape());
+    dq = Heads<float>::from_shape(q.shape());  // [B, H, T, d] each
+    dk = Heads<float>::from_shape(q.shape());
+    dv = Heads<float>::from_shape(q.shape());
     attention_backward(s, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(),
                        dq.data(), dk.data(), dv.data());
 }

@@ -28,8 +28,8 @@
 
 namespace {
 
-using Cf = wb::Cube<float>;
-using Cd = wb::Cube<double>;
+using Cf = wb::Heads<float>;
+using Cd = wb::Heads<double>;
 using Lse = xt::xtensor<float, 3>;
 
 Cf randn4(std::size_t B, std::size_t H, std::size_t T, std::size_t d, unsigned seed) {

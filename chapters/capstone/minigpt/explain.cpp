@@ -311,7 +311,7 @@ Explanation explain(const Model& model, const std::string& prompt) {
 
     e.attention.resize(config.L);
     for (std::size_t l = 0; l < config.L; ++l) {
-        const Cube<float>& att = cache.blocks[l].att;  // [1, H, T, T]
+        const Heads<float>& att = cache.blocks[l].att;  // [1, H, T, T]
         e.attention[l].assign(config.H, std::vector<float>(T * T));
         for (std::size_t h = 0; h < config.H; ++h) {
             for (std::size_t q = 0; q < T; ++q) {
