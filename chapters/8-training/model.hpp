@@ -359,3 +359,14 @@ void zero_grad(GptParams<Real>& grads);
 
 }  // namespace WB_IMPL
 }  // namespace wb
+
+/// The explicit instantiations of this header's templates for one scalar type, written once
+/// for the stub and the reference: each `.cpp` ends with `WB_INSTANTIATE_MODEL(float)` (training)
+/// and `WB_INSTANTIATE_MODEL(double)` (the gradient checks), inside the chapter's namespaces.
+/// @param Real the scalar type: float or double
+#define WB_INSTANTIATE_MODEL(Real)                                                       \
+    template GptParams<Real> init_gpt<Real>(const GptConfig&, std::uint64_t);            \
+    template GptParams<Real> zeros_like<Real>(const GptParams<Real>&);                   \
+    template std::vector<ParamRef<Real>> parameters<Real>(GptParams<Real>&);             \
+    template std::vector<ParamRef<const Real>> parameters<Real>(const GptParams<Real>&); \
+    template void zero_grad<Real>(GptParams<Real>&);

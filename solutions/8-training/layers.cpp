@@ -345,26 +345,8 @@ Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
 
 // ---- The two instantiations: float for training, double for the gradient checks -------------
 
-#define WB_INSTANTIATE_LAYERS(Real)                                                               \
-    template void linear_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Mat<Real>&,     \
-                                        Mat<Real>&, Mat<Real>&, Vec<Real>&);                      \
-    template void layer_norm_backward<Real>(const Mat<Real>&, const Mat<Real>&, const Vec<Real>&, \
-                                            Real, Mat<Real>&, Vec<Real>&, Vec<Real>&);            \
-    template Mat<Real> gelu_backward<Real>(const Mat<Real>&, const Mat<Real>&);                   \
-    template Heads<Real> rope_backward<Real>(const Heads<Real>&, std::int64_t, Real);             \
-    template void causal_attention_backward<Real>(                                                \
-        const Heads<Real>&, const Heads<Real>&, const Heads<Real>&, const Heads<Real>&,           \
-        const Heads<Real>&, Heads<Real>&, Heads<Real>&, Heads<Real>&);                            \
-    template void embedding_backward<Real>(const TokenIds&, const Mat<Real>&, Mat<Real>&);        \
-    template Real cross_entropy_forward<Real>(const Mat<Real>&,                                   \
-                                              const xt::xtensor<std::int64_t, 1>&, std::int64_t); \
-    template Mat<Real> cross_entropy_backward<Real>(                                              \
-        const Mat<Real>&, const xt::xtensor<std::int64_t, 1>&, std::int64_t);
-
 WB_INSTANTIATE_LAYERS(float)
 WB_INSTANTIATE_LAYERS(double)
-
-#undef WB_INSTANTIATE_LAYERS
 
 }  // namespace WB_IMPL
 }  // namespace wb

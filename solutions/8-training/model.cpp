@@ -393,17 +393,8 @@ void zero_grad(GptParams<Real>& grads) {
 
 // The parameter helpers' two instantiations: float for training, double for the gradient
 // checks.
-#define WB_INSTANTIATE_MODEL(Real)                                                       \
-    template GptParams<Real> init_gpt<Real>(const GptConfig&, std::uint64_t);            \
-    template GptParams<Real> zeros_like<Real>(const GptParams<Real>&);                   \
-    template std::vector<ParamRef<Real>> parameters<Real>(GptParams<Real>&);             \
-    template std::vector<ParamRef<const Real>> parameters<Real>(const GptParams<Real>&); \
-    template void zero_grad<Real>(GptParams<Real>&);
-
 WB_INSTANTIATE_MODEL(float)
 WB_INSTANTIATE_MODEL(double)
-
-#undef WB_INSTANTIATE_MODEL
 
 }  // namespace WB_IMPL
 }  // namespace wb
