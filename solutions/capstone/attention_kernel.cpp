@@ -188,9 +188,50 @@ WB_ALWAYS_INLINE std::size_t visible_keys(std::size_t i, std::size_t j0, std::si
 
 // ---- forward ---------------------------------------------------------------------------------
 
+// Consecutive slices of one task's scratch buffer. The function that carves a task's scratch
+// also sizes it: on a null buffer it only counts (`floats`), so the size and the carving are
+// one list and cannot drift apart.
+struct Scratch {
+    float* base;
+    std::size_t floats = 0;
+    float* take(std::size_t n) {
+        float* p = base != nullptr ? base + floats : nullptr;
+        floats += n;
+        return p;
+    }
+};
+
+// The scratch of one forward task (one query block of one head).
+struct ForwardTiles {
+    float* o;      // [BR, dp] running (unnormalised) output
+    float* qt;     // [d, BR] the query block, transposed
+    float* kt;     // [BC, dp] the key block, when it must be copied
+    float* vt;     // [BC, dp] the value block, likewise
+    float* st;     // [BC, BR] scores, then weights, keys × queries
+    float* m;      // [BR] running max of the scaled scores
+    float* l;      // [BR] running sum of exp(score - m)
+    float* mx;     // [BR] max of this key block
+    float* alpha;  // [BR] rescaling of what was summed before this block
+};
+ForwardTiles forward_tiles(const Geometry& g, Scratch& s) {
+    ForwardTiles t{};
+    t.o = s.take(BR * g.dp);
+    t.qt = s.take(g.d * BR);
+    t.kt = s.take(BC * g.dp);
+    t.vt = s.take(BC * g.dp);
+    t.st = s.take(BC * BR);
+    t.m = s.take(BR);
+    t.l = s.take(BR);
+    t.mx = s.take(BR);
+    t.alpha = s.take(BR);
+    return t;
+}
+
 // Floats of scratch one forward task uses.
 std::size_t forward_scratch(const Geometry& g) {
-    return BR * g.dp + g.d * BR + 2 * BC * g.dp + BC * BR + 4 * BR;
+    Scratch count{nullptr};
+    forward_tiles(g, count);
+    return count.floats;
 }
 
 // One query block [i0, i0 + nq) of one head: out and lse of its rows.
@@ -205,15 +246,10 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
     const std::size_t dp = g.dp, d = g.d;
     const std::size_t i0 = qb * BR, nq = std::min(BR, g.T - i0);
     const std::size_t Mr = round_up(nq, MR);
-    float* o = work;           // [BR, dp] running (unnormalised) output
-    float* qt = o + BR * dp;   // [d, BR] the query block, transposed
-    float* kt = qt + d * BR;   // [BC, dp] the key block, when it must be copied
-    float* vt = kt + BC * dp;  // [BC, dp] the value block, likewise
-    float* st = vt + BC * dp;  // [BC, BR] scores, then weights, keys × queries
-    float* m = st + BC * BR;   // [BR] running max of the scaled scores
-    float* l = m + BR;         // [BR] running sum of exp(score - m)
-    float* mx = l + BR;        // [BR] max of this key block
-    float* alpha = mx + BR;    // [BR] rescaling of what was summed before this block
+    Scratch scratch{work};
+    const ForwardTiles tiles = forward_tiles(g, scratch);  // shapes in ForwardTiles
+    float *o = tiles.o, *qt = tiles.qt, *kt = tiles.kt, *vt = tiles.vt, *st = tiles.st;
+    float *m = tiles.m, *l = tiles.l, *mx = tiles.mx, *alpha = tiles.alpha;
 
     // The query block transposed and multiplied by the scale, once per task: st = k qᵀ then
     // holds the scaled scores, with no multiply per score.
@@ -290,10 +326,42 @@ void forward_block_generic(const Geometry& g, const float* qh, const float* kh, 
 
 // ---- backward --------------------------------------------------------------------------------
 
-// Floats of scratch one backward task (one head) uses: the head's dq and row terms grow with
-// T, the tiles do not.
+// The scratch of one backward task (one head): the head's dq and row terms grow with T, the
+// tiles do not.
+struct BackwardTiles {
+    float* dqa;    // [nb·BR, dp] dq of the head, summed over the key blocks
+    float* D;      // [T] row terms
+    float* kt;     // [d, BC] keys, transposed
+    float* vt;     // [d, BC] values, transposed
+    float* ktile;  // [BC, dp] key rows, when they must be copied
+    float* dka;    // [BC, dp] dk of this key block, summed over query blocks
+    float* dva;    // [BC, dp] dv likewise
+    float* qtile;  // [BR, dp] query rows, when they must be copied
+    float* gtile;  // [BR, dp] dout rows, likewise
+    float* s;      // [BR, BC] scores, then weights P
+    float* ds;     // [BR, BC] dP, then dS · scale
+};
+BackwardTiles backward_tiles(const Geometry& g, Scratch& s) {
+    BackwardTiles t{};
+    t.dqa = s.take(g.nb * BR * g.dp);
+    t.D = s.take(g.T);
+    t.kt = s.take(g.d * BC);
+    t.vt = s.take(g.d * BC);
+    t.ktile = s.take(BC * g.dp);
+    t.dka = s.take(BC * g.dp);
+    t.dva = s.take(BC * g.dp);
+    t.qtile = s.take(BR * g.dp);
+    t.gtile = s.take(BR * g.dp);
+    t.s = s.take(BR * BC);
+    t.ds = s.take(BR * BC);
+    return t;
+}
+
+// Floats of scratch one backward task uses.
 std::size_t backward_scratch(const Geometry& g) {
-    return g.nb * BR * g.dp + g.T + 2 * g.d * BC + 3 * BC * g.dp + 2 * BR * g.dp + 2 * BR * BC;
+    Scratch count{nullptr};
+    backward_tiles(g, count);
+    return count.floats;
 }
 
 // The weights and score gradients of one block pair, recomputed from lse (nothing T × T is
@@ -346,17 +414,11 @@ struct HeadPtrs {
 template <std::size_t MR, std::size_t NW>
 WB_ALWAYS_INLINE void backward_head_body(const Geometry& g, const HeadPtrs& h, float* work) {
     const std::size_t dp = g.dp, d = g.d, T = g.T;
-    float* dqa = work;                // [nb·BR, dp] dq of the head, summed over the key blocks
-    float* D = dqa + g.nb * BR * dp;  // [T] row terms
-    float* kt = D + T;                // [d, BC] keys, transposed
-    float* vt = kt + d * BC;          // [d, BC] values, transposed
-    float* ktile = vt + d * BC;       // [BC, dp] key rows, when they must be copied
-    float* dka = ktile + BC * dp;     // [BC, dp] dk of this key block, summed over query blocks
-    float* dva = dka + BC * dp;       // [BC, dp] dv likewise
-    float* qtile = dva + BC * dp;     // [BR, dp] query rows, when they must be copied
-    float* gtile = qtile + BR * dp;   // [BR, dp] dout rows, likewise
-    float* s = gtile + BR * dp;       // [BR, BC] scores, then weights P
-    float* ds = s + BR * BC;          // [BR, BC] dP, then dS · scale
+    Scratch scratch{work};
+    const BackwardTiles tiles = backward_tiles(g, scratch);  // shapes in BackwardTiles
+    float *dqa = tiles.dqa, *D = tiles.D, *kt = tiles.kt, *vt = tiles.vt, *ktile = tiles.ktile;
+    float *dka = tiles.dka, *dva = tiles.dva, *qtile = tiles.qtile, *gtile = tiles.gtile;
+    float *s = tiles.s, *ds = tiles.ds;
 
     std::fill(dqa, dqa + g.nb * BR * dp, 0.0f);
     for (std::size_t i = 0; i < T; ++i) D[i] = row_term(g, h.dout + i * d, h.out + i * d);
