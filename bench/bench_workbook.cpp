@@ -33,7 +33,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -44,7 +43,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <new>
 #include <random>
 #include <sstream>
 #include <string>
@@ -53,63 +51,9 @@
 
 #include <xtensor/xview.hpp>
 
+#include "heap_count.hpp"
 #include "kernels.hpp"
 #include "peak.hpp"
-
-// ---- heap accounting: current and peak bytes allocated through operator new ------------------
-// Every allocation carries a 64-byte header holding its size, and starts on a 64-byte boundary
-// (a cache line). A 16-byte header would leave every buffer 16 bytes off the line, with
-// different offsets than a plain program's (glibc gives a large buffer 16 bytes past a page),
-// and a kernel's timing depends on it (compare_standalone.sh measures it). Over-aligned new
-// is not used here.
-namespace {
-std::atomic<std::size_t> g_heap_now{0};
-std::atomic<std::size_t> g_heap_peak{0};
-
-constexpr std::size_t kHeader = 64;
-
-void* counted_alloc(std::size_t n) {
-    void* p = std::aligned_alloc(kHeader, (n + 2 * kHeader - 1) / kHeader * kHeader);
-    if (p == nullptr) throw std::bad_alloc();
-    *static_cast<std::size_t*>(p) = n;
-    const std::size_t now = g_heap_now.fetch_add(n) + n;
-    std::size_t peak = g_heap_peak.load();
-    while (now > peak && !g_heap_peak.compare_exchange_weak(peak, now)) {
-    }
-    return static_cast<char*>(p) + kHeader;
-}
-
-void counted_free(void* q) noexcept {
-    if (q == nullptr) return;
-    void* p = static_cast<char*>(q) - kHeader;
-    g_heap_now.fetch_sub(*static_cast<std::size_t*>(p));
-    std::free(p);
-}
-
-// Starts a measurement: the peak restarts from the current level, which is returned.
-std::size_t heap_reset_peak() {
-    const std::size_t now = g_heap_now.load();
-    g_heap_peak.store(now);
-    return now;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n); }
-void* operator new[](std::size_t n) { return counted_alloc(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    try {
-        return counted_alloc(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
 
 // OpenBLAS's own thread count (xtensor-blas calls it for the matrix products). Weak, so that
 // the program still links against another BLAS.
@@ -305,9 +249,9 @@ void run_case(benchmark::State& state, const Case& c, bool student) {
         const auto start = std::chrono::steady_clock::now();
         for (auto _ : state) {
             if (first) {
-                const std::size_t base = heap_reset_peak();
+                const std::size_t base = wbbench::heap_reset_peak();
                 c.call(kernels);
-                extra = g_heap_peak.load() - base;
+                extra = wbbench::heap_peak() - base;
                 first = false;
             } else {
                 c.call(kernels);
@@ -467,6 +411,8 @@ void add_capstone() {
                 return r;
             };
             f.call = [buffers](const Kernels& kr) { buffers().forward(kr); };
+            // The inputs are made before the memory is counted, whichever row runs first.
+            f.setup = [buffers](const Kernels&) { buffers(); };
             cases().push_back(f);
             if (!s.backward) continue;
 
@@ -488,6 +434,10 @@ void add_capstone() {
                 // the backward) runs the reference forward once first.
                 if (!buf.has_forward) buf.forward(wbbench::kernels_reference());
                 buf.backward(kr);
+            };
+            b.setup = [buffers](const Kernels&) {
+                KernelBuffers& buf = buffers();
+                if (!buf.has_forward) buf.forward(wbbench::kernels_reference());
             };
             cases().push_back(b);
         }
