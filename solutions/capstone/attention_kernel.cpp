@@ -88,8 +88,6 @@ AttentionShape shape_of(const Heads<float>& x) {
     return AttentionShape{x.shape(0), x.shape(1), x.shape(2), x.shape(3)};
 }
 
-std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
-
 // What every task needs to know about the problem.
 struct Geometry {
     std::size_t T;   // sequence length

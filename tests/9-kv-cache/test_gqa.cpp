@@ -75,27 +75,38 @@ Heads masked_attention_double(const Heads& q, const Heads& k, const Heads& v,
     return out;
 }
 
-Heads cube(const Heads::shape_type& shape, const std::vector<float>& values) {
+Heads heads_of(const Heads::shape_type& shape, const std::vector<float>& values) {
     Heads c = Heads::from_shape(shape);
     std::size_t i = 0;
     for (auto& x : c) x = values[i++];
     return c;
 }
 
+// q [B, H, T, d] and k, v [B, H_kv, M, d], normal random from seeds seed, seed + 1, seed + 2.
+struct Qkv {
+    Heads q, k, v;
+};
+Qkv random_qkv(std::size_t B, std::size_t H, std::size_t H_kv, std::size_t T, std::size_t M,
+               std::size_t d, unsigned seed) {
+    return {wbtest::randn<Heads>({B, H, T, d}, seed),
+            wbtest::randn<Heads>({B, H_kv, M, d}, seed + 1),
+            wbtest::randn<Heads>({B, H_kv, M, d}, seed + 2)};
+}
+
 // The hand example of the torch checks: B = 1, H = 4, H_kv = 2, T = 2, M = 3, d = 2.
 Heads example_q() {
-    return cube({1, 4, 2, 2}, {1.0f, 0.0f, 0.5f, -1.0f,    // head 0
-                               0.0f, 1.0f, 2.0f, 0.5f,     // head 1
-                               -1.0f, 1.0f, 1.0f, 1.0f,    // head 2
-                               0.5f, 0.5f, -0.5f, 2.0f});  // head 3
+    return heads_of({1, 4, 2, 2}, {1.0f, 0.0f, 0.5f, -1.0f,    // head 0
+                                   0.0f, 1.0f, 2.0f, 0.5f,     // head 1
+                                   -1.0f, 1.0f, 1.0f, 1.0f,    // head 2
+                                   0.5f, 0.5f, -0.5f, 2.0f});  // head 3
 }
 Heads example_k() {
-    return cube({1, 2, 3, 2}, {1.0f, 2.0f, 0.0f, -1.0f, 1.5f, 0.5f,    // K/V head 0
-                               -1.0f, 0.5f, 2.0f, 1.0f, 0.0f, 0.0f});  // K/V head 1
+    return heads_of({1, 2, 3, 2}, {1.0f, 2.0f, 0.0f, -1.0f, 1.5f, 0.5f,    // K/V head 0
+                                   -1.0f, 0.5f, 2.0f, 1.0f, 0.0f, 0.0f});  // K/V head 1
 }
 Heads example_v() {
-    return cube({1, 2, 3, 2},
-                {1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.0f, -1.0f, 2.0f, 0.5f, 0.5f, 4.0f, -2.0f});
+    return heads_of({1, 2, 3, 2},
+                    {1.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.0f, -1.0f, 2.0f, 0.5f, 0.5f, 4.0f, -2.0f});
 }
 
 }  // namespace
@@ -143,7 +154,7 @@ TEST_CASE("gqa_attention without a mask matches torch on a hand example") {
     const Heads out = wb::gqa_attention(example_q(), example_k(), example_v(), false);
     // torch 1.13: kr = torch.repeat_interleave(k, 2, dim=1), vr likewise;
     // (torch.softmax(q @ kr.transpose(-1, -2) / math.sqrt(2), -1) @ vr).flatten()
-    const Heads expected = cube(
+    const Heads expected = heads_of(
         {1, 4, 2, 2},
         {1.3191602230072021f, 1.633568286895752f, 0.7660260200500488f, 1.5719366073608398f,
          1.1543917655944824f, 0.7902287840843201f, 1.4870131015777588f, 1.6088719367980957f,
@@ -160,7 +171,7 @@ TEST_CASE(
     const Heads out = wb::gqa_attention(example_q(), example_k(), example_v(), true);
     // torch 1.13: the scores of the previous check, masked_fill(-inf) where key j > t + (M - T)
     // (query 0 sees keys 0, 1; query 1 sees keys 0, 1, 2), softmax, @ vr, flatten.
-    const Heads expected = cube(
+    const Heads expected = heads_of(
         {1, 4, 2, 2},
         {0.6697615385055542f, 0.3302384614944458f, 0.7660260200500488f, 1.5719366073608398f,
          0.8929581642150879f, 0.10704180598258972f, 1.4870131015777588f, 1.6088719367980957f,
@@ -172,10 +183,8 @@ TEST_CASE(
 }
 
 TEST_CASE("gqa_attention causal with history (M > T) equals a mask built by hand, in double") {
-    const std::size_t B = 2, H = 4, H_kv = 2, T = 3, M = 7, d = 5;
-    const Heads q = wbtest::randn<Heads>({B, H, T, d}, 931);
-    const Heads k = wbtest::randn<Heads>({B, H_kv, M, d}, 932);
-    const Heads v = wbtest::randn<Heads>({B, H_kv, M, d}, 933);
+    const std::size_t H = 4;
+    const auto [q, k, v] = random_qkv(2, H, 2, 3, 7, 5, 931);  // T = 3 queries, M = 7 keys
     const Heads out = wb::gqa_attention(q, k, v, true);
     // The mask of decode with a cache: 4 positions of history, then the 3 new queries.
     //   query 0 (position 4): keys 0..4;  query 1: keys 0..5;  query 2: keys 0..6
@@ -189,10 +198,8 @@ TEST_CASE("gqa_attention causal with history (M > T) equals a mask built by hand
 }
 
 TEST_CASE("gqa_attention without a mask lets every query see every key, also when T > M") {
-    const std::size_t B = 1, H = 4, H_kv = 2, T = 5, M = 3, d = 2;
-    const Heads q = wbtest::randn<Heads>({B, H, T, d}, 941);
-    const Heads k = wbtest::randn<Heads>({B, H_kv, M, d}, 942);
-    const Heads v = wbtest::randn<Heads>({B, H_kv, M, d}, 943);
+    const std::size_t H = 4, T = 5, M = 3;
+    const auto [q, k, v] = random_qkv(1, H, 2, T, M, 2, 941);
     const Heads out = wb::gqa_attention(q, k, v, false);
     const std::vector<std::vector<bool>> all(T, std::vector<bool>(M, true));
     WB_CHECK_CLOSE(out, masked_attention_double(q, repeat_heads(k, H), repeat_heads(v, H), all),
@@ -221,11 +228,11 @@ TEST_CASE("gqa_attention for one decode query equals the last row of the full ca
 TEST_CASE("gqa_attention stays finite for large scores (the softmax is shifted by its maximum)") {
     // One head, d = 2: the scores are 100·100/sqrt(2) ≈ 7071 for key 0 and 0 for key 1, so the
     // weights are (1, e^-7071) = (1, 0) and the output is value 0 exactly (by hand).
-    const Heads q = cube({1, 1, 1, 2}, {100.0f, 0.0f});
-    const Heads k = cube({1, 1, 2, 2}, {100.0f, 0.0f, 0.0f, 0.0f});
-    const Heads v = cube({1, 1, 2, 2}, {0.25f, -3.0f, 7.0f, 7.0f});
+    const Heads q = heads_of({1, 1, 1, 2}, {100.0f, 0.0f});
+    const Heads k = heads_of({1, 1, 2, 2}, {100.0f, 0.0f, 0.0f, 0.0f});
+    const Heads v = heads_of({1, 1, 2, 2}, {0.25f, -3.0f, 7.0f, 7.0f});
     const Heads out = wb::gqa_attention(q, k, v, false);
-    WB_CHECK_CLOSE(out, cube({1, 1, 1, 2}, {0.25f, -3.0f}), kTol,
+    WB_CHECK_CLOSE(out, heads_of({1, 1, 1, 2}, {0.25f, -3.0f}), kTol,
                    "exp(7071) overflows to inf and inf / inf is NaN: subtract the row maximum "
                    "before exp");
 }

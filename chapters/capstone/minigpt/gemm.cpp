@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "workbook/core.hpp"
 #include "workbook/simd.hpp"
 #ifdef WB_SIMD_X86
 #include <immintrin.h>
@@ -71,8 +72,6 @@ float* grow(float*& p, std::size_t& size, std::size_t need) {
 }
 
 thread_local Scratch scratch;
-
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 // ---- Packing, portable (any MR, NR) ---------------------------------------------------------
 

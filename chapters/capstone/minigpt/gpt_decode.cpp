@@ -64,8 +64,6 @@ const char* const kName = "wb::minigpt::GptDecoder";
 constexpr std::size_t kLanes = 16;  // outputs per panel (one AVX-512 register of floats)
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
-std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
-
 // A float buffer aligned to 64 bytes, zero-filled.
 struct Buffer {
     float* data = nullptr;

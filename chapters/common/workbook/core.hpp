@@ -86,6 +86,10 @@ struct FileError : std::runtime_error {
 /// chapter's error messages use.
 inline std::string num(std::size_t n) { return std::to_string(n); }
 
+/// n rounded up to a multiple of `to` (> 0): the padded width of a tile or a panel in the fast
+/// kernels.
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
 /// Formats a shape as `[2, 4, 8]`.
 template <class S>
 std::string shape_str(const S& shape) {
