@@ -39,6 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", re.S | re.M)
 CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+PERCENT_BEFORE_WIDE = re.compile(r"%(?=[^\x00-\x7f])")
 DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
 INLINE = re.compile(r"(?<![\\$])\$(?![\s$])((?:[^$\n]|\n(?!\s*\n))+?)(?<![\s\\])\$")
 DOXYGEN_MATH = re.compile(r"\\f\[.*?\\f\]|\\f\$.*?\\f\$", re.S)
@@ -137,6 +138,9 @@ def convert_prose(text, relative):
     text = DISPLAY.sub(lambda m: "\\f[" + m.group(1) + "\\f]", text)
     text = INLINE.sub(lambda m: "\\f$" + m.group(1) + "\\f$", text)
     text = DOXYGEN_MATH.sub(keep, text)
+    # Doxygen drops a % that comes right before a word character (its "do not link" mark), and
+    # it counts a Chinese character or full-width punctuation as one: `55 %）` would lose its %.
+    text = PERCENT_BEFORE_WIDE.sub(r"\\%", text)
     text = BOLD.sub(lambda m: after_word(m) + "<b>" + m.group(1) + "</b>", text)
     text = ITALIC.sub(lambda m: after_word(m) + "<em>" + m.group(1) + "</em>", text)
     text = LINK.sub(lambda m: rewrite_link(m, relative), text)
