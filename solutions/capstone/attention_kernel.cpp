@@ -16,7 +16,10 @@
 //    streams A and B through it, so the multiply-adds run on full SIMD vectors. Rows of the
 //    inputs are read where they lie, not copied, whenever they are already tile-shaped.
 //  - A vectorisable exp. std::exp is a library call the compiler cannot put in a SIMD loop;
-//    exp_approx is a few multiply-adds that it can (relative error ~1e-7).
+//    exp_approx is 14 multiply-adds and integer operations that it can (relative error
+//    ~1e-7), made for inputs at most 0, which are all the softmax has.
+//  - No pass the products can do. Off the diagonal, a block's column max is read off the
+//    registers of st = k qᵀ as they are stored; o is rescaled only when some max grew.
 //  - AVX2 + FMA or AVX-512 when the processor has them. The build uses the compiler's default
 //    target (SSE2 on x86-64); the task functions are compiled three times, for that target,
 //    with WB_TARGET_AVX2 and with WB_TARGET_AVX512 (workbook/simd.hpp), and wb::simd_level()
@@ -97,16 +100,21 @@ struct Geometry {
     float scale;     // 1 / sqrt(d)
 };
 
-// exp in plain multiply-adds, so that the softmax loops vectorise: the given wb::fast_exp
-// (workbook/fast_exp.hpp; exactly 0 below -87, so a masked -inf score gets weight 0).
-WB_ALWAYS_INLINE float exp_approx(float x) { return fast_exp(x); }
+// exp in plain multiply-adds, so that the softmax loops vectorise: the given
+// wb::fast_exp_nonpositive (workbook/fast_exp.hpp). Every exp here is of a score minus a max
+// (or minus lse, which is above every score), so its input is at most 0; exactly 0 below
+// -88, so a masked -inf score gets weight 0.
+WB_ALWAYS_INLINE float exp_approx(float x) { return fast_exp_nonpositive(x); }
 
 // One MR × W block of C (+)= A·B, held in registers for the whole k loop: per k, one row of
 // W floats of B is loaded and used MR times, and each of MR numbers of A is used W times.
-template <std::size_t MR, std::size_t W, bool kAccumulate>
+// With kColumnMax it also raises colmax[n] to the largest of the block's column n, from the
+// registers, before they are stored: the forward's column max needs no pass of its own.
+template <std::size_t MR, std::size_t W, bool kAccumulate, bool kColumnMax = false>
 WB_ALWAYS_INLINE void gemm_block(std::size_t K, const float* __restrict a, std::size_t ai,
                                  std::size_t ak, const float* __restrict b, std::size_t ldb,
-                                 float* __restrict c, std::size_t ldc) {
+                                 float* __restrict c, std::size_t ldc,
+                                 float* __restrict colmax = nullptr) {
     float acc[MR][W];  // the register tile; the n loops below are its SIMD lanes
     for (std::size_t r = 0; r < MR; ++r) {
 #pragma omp simd
@@ -120,6 +128,13 @@ WB_ALWAYS_INLINE void gemm_block(std::size_t K, const float* __restrict a, std::
             for (std::size_t n = 0; n < W; ++n) acc[r][n] += ar * b[n];
         }
     }
+    if constexpr (kColumnMax) {
+        for (std::size_t r = 0; r < MR; ++r) {
+#pragma omp simd
+            for (std::size_t n = 0; n < W; ++n)
+                colmax[n] = acc[r][n] > colmax[n] ? acc[r][n] : colmax[n];
+        }
+    }
     for (std::size_t r = 0; r < MR; ++r) {
 #pragma omp simd
         for (std::size_t n = 0; n < W; ++n) c[r * ldc + n] = acc[r][n];
@@ -129,20 +144,21 @@ WB_ALWAYS_INLINE void gemm_block(std::size_t K, const float* __restrict a, std::
 // C (+)= A·B on tiles: C is [M, N] row-major with leading dimension ldc, A(i, k) is
 // A[i·ai + k·ak] (so a transposed A is just other strides), B(k, n) is B[k·ldb + n].
 // M must be a multiple of MR and N of NR (the callers pad their tiles with zeros): blocks of
-// NW columns, then NR-wide ones for the rest.
-template <std::size_t MR, std::size_t NW, bool kAccumulate>
+// NW columns, then NR-wide ones for the rest. With kColumnMax, colmax [N] is raised to each
+// column's max (see gemm_block).
+template <std::size_t MR, std::size_t NW, bool kAccumulate, bool kColumnMax = false>
 WB_ALWAYS_INLINE void gemm_tiles(std::size_t M, std::size_t N, std::size_t K,
                                  const float* __restrict A, std::size_t ai, std::size_t ak,
                                  const float* __restrict B, std::size_t ldb, float* __restrict C,
-                                 std::size_t ldc) {
+                                 std::size_t ldc, float* __restrict colmax = nullptr) {
     for (std::size_t i = 0; i < M; i += MR) {
         std::size_t n = 0;
         for (; n + NW <= N; n += NW)
-            gemm_block<MR, NW, kAccumulate>(K, A + i * ai, ai, ak, B + n, ldb, C + i * ldc + n,
-                                            ldc);
+            gemm_block<MR, NW, kAccumulate, kColumnMax>(K, A + i * ai, ai, ak, B + n, ldb,
+                                                        C + i * ldc + n, ldc, colmax + n);
         for (; n < N; n += NR)
-            gemm_block<MR, NR, kAccumulate>(K, A + i * ai, ai, ak, B + n, ldb, C + i * ldc + n,
-                                            ldc);
+            gemm_block<MR, NR, kAccumulate, kColumnMax>(K, A + i * ai, ai, ak, B + n, ldb,
+                                                        C + i * ldc + n, ldc, colmax + n);
     }
 }
 
@@ -237,7 +253,7 @@ std::size_t forward_scratch(const Geometry& g) {
 // The scores of a block pair are computed transposed, keys × queries: st = k qᵀ, [BC, BR].
 // The query block is transposed once per task (not the key block once per pair), and the
 // softmax statistics m, l of the BR queries are then plain SIMD vectors along each row of st.
-template <std::size_t MR, std::size_t NW>
+template <std::size_t MR, std::size_t NW, std::size_t MRs = MR, std::size_t NWs = NW>
 WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, const float* kh,
                                          const float* vh, float* oh, float* lh, std::size_t qb,
                                          float* work) {
@@ -263,23 +279,29 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
     for (std::size_t j0 = 0; j0 <= last_key; j0 += BC) {
         const std::size_t nk = std::min(BC, g.T - j0);
         const std::size_t kmax = visible_keys(last_key, j0, nk);  // keys any row can see
-        const std::size_t Mk = round_up(kmax, MR);
+        const std::size_t Mk = round_up(kmax, MRs);
         const float* kb = rows_of(kh, j0, Mk, BC, g, kt);    // [Mk, dp] keys
         const float* vb = rows_of(vh, j0, kmax, BC, g, vt);  // [kmax, dp] values
 
-        gemm_tiles<MR, NW, false>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR);  // st = k qᵀ   [Mk, BR]
-
-        // Mask the future (key j0 + j is visible to queries i0 + i >= j0 + j), and take the
-        // max of each query's column.
-        std::fill(mx, mx + BR, kNegInf);
-        for (std::size_t j = 0; j < kmax; ++j) {
-            float* row = st + j * BR;
-            const std::size_t first = j0 + j > i0 ? j0 + j - i0 : 0;  // first query that sees j
+        // st = k qᵀ [Mk, BR], and mx the max of each query's column. Only the diagonal block
+        // has keys in some query's future; every other block is taken whole, its column max
+        // read off the registers of the product (a pass over st less: 1.1× faster forward).
 #pragma omp simd
-            for (std::size_t i = 0; i < BR; ++i) {
-                const float x = i >= first ? row[i] : kNegInf;  // a select, not a branch
-                row[i] = x;
-                mx[i] = x > mx[i] ? x : mx[i];
+        for (std::size_t i = 0; i < BR; ++i) mx[i] = kNegInf;
+        if (j0 + kmax <= i0 + 1 && Mk == kmax) {  // its last key is visible to its first query
+            gemm_tiles<MRs, NWs, false, true>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR, mx);
+        } else {
+            gemm_tiles<MRs, NWs, false>(Mk, BR, d, kb, dp, 1, qt, BR, st, BR);
+            // Mask the future (key j0 + j is visible to queries i0 + i >= j0 + j), then max.
+            for (std::size_t j = 0; j < kmax; ++j) {
+                float* row = st + j * BR;
+                const std::size_t first = j0 + j > i0 ? j0 + j - i0 : 0;  // first query seeing j
+#pragma omp simd
+                for (std::size_t i = 0; i < BR; ++i) {
+                    const float x = i >= first ? row[i] : kNegInf;  // a select, not a branch
+                    row[i] = x;
+                    mx[i] = x > mx[i] ? x : mx[i];
+                }
             }
         }
         // Online softmax: when the max grows, everything summed so far was measured against
@@ -300,10 +322,17 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
                 l[i] += p;
             }
         }
-        for (std::size_t i = 0; i < nq; ++i) {
-            float* orow = o + i * dp;
+        // Once the maxima settle, most blocks leave every alpha at exactly 1: then o stays as
+        // it is (multiplying by 1 changes no bit, so skipping it changes no answer).
+        int grew = 0;
+#pragma omp simd reduction(| : grew)
+        for (std::size_t i = 0; i < BR; ++i) grew |= alpha[i] != 1.0f;
+        for (std::size_t i = 0; grew != 0 && i < nq; ++i) {
+            for (std::size_t c0 = 0; c0 < dp; c0 += NR) {  // dp is a multiple of NR: no tail
+                float* orow = o + i * dp + c0;
 #pragma omp simd
-            for (std::size_t c = 0; c < dp; ++c) orow[c] *= alpha[i];
+                for (std::size_t c = 0; c < NR; ++c) orow[c] *= alpha[i];
+            }
         }
 
         gemm_tiles<MR, NW, true>(Mr, dp, kmax, st, 1, BR, vb, dp, o, dp);  // o += P v   [Mr, dp]
@@ -312,6 +341,7 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
     for (std::size_t i = 0; i < nq; ++i) {
         const float inv_l = 1.0f / l[i];  // l >= 1: the max's own term is exp(0)
         float* dst = oh + (i0 + i) * d;
+#pragma omp simd
         for (std::size_t c = 0; c < d; ++c) dst[c] = o[i * dp + c] * inv_l;
         lh[i0 + i] = m[i] + std::log(l[i]);  // log Σ_j exp(s_ij), the softmax's normaliser
     }
@@ -479,7 +509,7 @@ WB_TARGET_AVX2 void backward_head_avx2(const Geometry& g, const HeadPtrs& h, flo
 WB_TARGET_AVX512 void forward_block_avx512(const Geometry& g, const float* qh, const float* kh,
                                            const float* vh, float* oh, float* lh, std::size_t qb,
                                            float* work) {
-    forward_block_body<8, 2 * NR>(g, qh, kh, vh, oh, lh, qb, work);
+    forward_block_body<8, 2 * NR, 4, 4 * NR>(g, qh, kh, vh, oh, lh, qb, work);
 }
 WB_TARGET_AVX512 void backward_head_avx512(const Geometry& g, const HeadPtrs& h, float* work) {
     backward_head_body<8, 2 * NR>(g, h, work);

@@ -210,8 +210,9 @@ WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t
     }
 }
 
-// exp for the softmax and GELU: the kernel's own, wb::fast_exp (workbook/fast_exp.hpp).
-WB_DECODE_INLINE float exp_poly(float x) { return fast_exp(x); }
+// exp for the softmax and GELU, both of a number at most 0: the kernel's own,
+// wb::fast_exp_nonpositive (workbook/fast_exp.hpp).
+WB_DECODE_INLINE float exp_poly(float x) { return fast_exp_nonpositive(x); }
 
 // GELU, the exact form 0.5 x (1 + erf(x / √2)), erf by Abramowitz & Stegun 7.1.26 (absolute
 // error below 1.5e-7) with exp_poly.
