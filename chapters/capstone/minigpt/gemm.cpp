@@ -456,6 +456,14 @@ void sgemm_at(SimdLevel level, bool trans_a, bool trans_b, std::size_t M, std::s
                 C, static_cast<int>(ldc));
 }
 
+SgemmTile sgemm_tile() {
+#ifdef WB_SIMD_X86
+    if (simd_level() == kSimdAvx512) return {kMr512, kNr512};
+    if (simd_level() == kSimdAvx2) return {kMr256, kNr256};
+#endif
+    return {0, 0};
+}
+
 const char* sgemm_path() {
 #ifdef WB_SIMD_X86
     if (simd_level() == kSimdAvx512) return "avx512";

@@ -9,9 +9,10 @@
 /// K. Elsewhere, or with `WB_SIMD=0` in the environment (workbook/simd.hpp), it is OpenBLAS's
 /// cblas_sgemm.
 ///
-/// The order in which each element of C is summed depends on M, N, K only (never on the thread
-/// count or on the data): a caller that cuts C into bands of a fixed height gets the same bits
-/// for any number of threads.
+/// On this file's own kernels each element of C is summed in an order fixed by K alone (never
+/// by M, N, the thread count or the data): a caller may cut C into pieces of rows or columns
+/// anywhere and gets the same bits (sgemm_tile says where to cut so that no micro-tile is
+/// wasted). OpenBLAS's bits may depend on M and N: there the cut must depend on the shapes only.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,14 @@ void sgemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t
 void sgemm_at(SimdLevel level, bool trans_a, bool trans_b, std::size_t M, std::size_t N,
               std::size_t K, const float* A, std::size_t lda, const float* B, std::size_t ldb,
               float beta, float* C, std::size_t ldc);
+
+/// The micro-tile of the path sgemm takes: rows × columns of C per micro-kernel call (14 × 32
+/// with AVX-512, 6 × 16 with AVX2), {0, 0} for cblas_sgemm. Not 0: every cut of C gives the
+/// same bits, and cuts at multiples of the tile leave no partial tile inside a piece.
+struct SgemmTile {
+    std::size_t rows, cols;
+};
+SgemmTile sgemm_tile();
 
 /// The path sgemm takes on this processor: "avx512" (14 × 32 micro-kernel), "avx2" (6 × 16)
 /// or "cblas" (OpenBLAS).

@@ -19,11 +19,12 @@
 //    rows with `#pragma omp parallel for`; GELU computes erf and exp by polynomials, 8 lanes
 //    at a time, and saves its derivative for the backward.
 //
-// Threads: OpenMP does every parallel loop, and the GEMMs are cut into bands of rows that
-// the same OpenMP threads share, each band one single-threaded sgemm. OpenBLAS (the pthread
-// build, what sgemm falls back to) is told to use 1 thread while a step runs, so its own
-// thread pool and OpenMP's never compete for the cores. No sum's order depends on the thread
-// count, so a step gives the same bits for any OMP_NUM_THREADS.
+// Threads: OpenMP does every parallel loop, and the GEMMs are cut into pieces (of rows or of
+// columns, see cut_of) that the same OpenMP threads share, each piece one single-threaded
+// sgemm; a Linear layer's three backward products share one parallel region. OpenBLAS (the
+// pthread build, what sgemm falls back to) is told to use 1 thread while a step runs, so its
+// own thread pool and OpenMP's never compete for the cores. No sum's order depends on the
+// thread count, so a step gives the same bits for any OMP_NUM_THREADS.
 //
 // Shapes: B sequences of T tokens, N = B·T rows (row b·T + t), D width, F = 4D, H heads of
 // width d = D / H, L blocks, V vocabulary. Weights in PyTorch's [out, in] layout.
@@ -55,55 +56,158 @@ namespace {
 
 const char* const kName = "wb::minigpt::GptTrainer";
 
-// ---- Matrix products: C [M, Nc] = op(A) op(B) + beta C, split over rows of C ---------------
+// ---- Matrix products: C [M, Nc] = op(A) op(B) + beta C, cut into pieces for the threads -----
 
-// The rows of C are cut into bands of a fixed height (256 rows; 128 or 64 when C has fewer
-// than 1024 or 256 rows, so that even a [D, 4D] weight gradient gives two bands), and the
-// OpenMP threads share the bands; each band is one single-threaded sgemm (gemm.hpp). Its bits,
-// like OpenBLAS's, depend on how the rows are cut (measured with OpenBLAS: cutting a
-// [2048, 128] product at row 1024 changes about 1 element in 10 in its last bit), so the cut
-// depends on the shapes only, never on the thread count: the same bits for 1, 2 or 16
-// threads. The bands cost 0-5 % against one call (measured with OpenBLAS; bench/gemm_speed
-// times the products banded as here).
-void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t Nc, std::size_t K, const float* A,
-          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
-    const std::size_t rows = M >= 1024 ? 256 : (M >= 256 ? 128 : 64);
-    const std::size_t bands = (M + rows - 1) / rows;
-#pragma omp parallel for schedule(static) if (bands > 1)
-    for (std::size_t band = 0; band < bands; ++band) {
-        const std::size_t r0 = band * rows, r1 = std::min(M, r0 + rows);
-        // Row r of op(A) starts at A + r·lda (no transpose) or at column r (transposed).
-        const float* a = trans_a ? A + r0 : A + r0 * lda;
-        sgemm(trans_a, trans_b, r1 - r0, Nc, K, a, lda, B, ldb, beta, C + r0 * ldc, ldc);
+// One call of sgemm, whole or in pieces (its arguments as gemm.hpp's).
+struct Product {
+    bool trans_a, trans_b;
+    std::size_t M, Nc, K;
+    const float* A;
+    std::size_t lda;
+    const float* B;
+    std::size_t ldb;
+    float beta;
+    float* C;
+    std::size_t ldc;
+};
+
+// How C is cut: `count` pieces of whole rows (by_rows) or whole columns, piece i covering
+// [begin(i), begin(i + 1)), each a run of `units` steps of `unit` rows or columns shared out
+// as evenly as they go.
+struct Cut {
+    bool by_rows;
+    std::size_t extent, unit, units, count;
+    std::size_t begin(std::size_t i) const { return std::min(extent, units * i / count * unit); }
+};
+
+// On gemm.cpp's own kernels (sgemm_tile not 0) no cut changes a bit, so C is cut into one
+// piece per thread, at multiples of the micro-tile, along the side that costs less: each piece
+// packs its own rows of op(A) and columns of op(B) in full, so cutting the rows repacks all of
+// op(B) [K, Nc] once per piece, and cutting the columns all of op(A). The cost of a piece is
+// counted in micro-tiles (a ragged one costs a whole one) plus the floats it packs, a packed
+// float at 1/16 of a tile row's FMAs (packing moves a float in about the time the kernel does
+// 16 of its lanes). One thread: one call, op(B) packed once.
+//
+// On OpenBLAS, whose bits depend on how the rows are cut (measured: cutting a [2048, 128]
+// product at row 1024 changes about 1 element in 10 in its last bit), the rows are cut into
+// bands of a fixed height, 256 rows (128 or 64 when C has fewer than 1024 or 256 rows, so that
+// even a [D, 4D] weight gradient gives two bands): the cut depends on the shapes only, never on
+// the thread count, and gives the same bits for 1, 2 or 16 threads.
+Cut cut_of(const Product& p, std::size_t threads) {
+    const SgemmTile tile = sgemm_tile();
+    if (tile.rows == 0) {
+        const std::size_t rows = p.M >= 1024 ? 256 : (p.M >= 256 ? 128 : 64);
+        const std::size_t bands = (p.M + rows - 1) / rows;
+        return {true, p.M, rows, bands, std::max<std::size_t>(bands, 1)};
     }
+    const std::size_t mu = (p.M + tile.rows - 1) / tile.rows;   // panels of rows
+    const std::size_t nu = (p.Nc + tile.cols - 1) / tile.cols;  // panels of columns
+    const std::size_t tm = std::max<std::size_t>(1, std::min(threads, mu));
+    const std::size_t tn = std::max<std::size_t>(1, std::min(threads, nu));
+    const std::size_t area = tile.rows * tile.cols, pack = 16;
+    // Per k, of the largest piece: its tiles' FMA lanes, and the floats it packs.
+    const std::size_t rows_cost =
+        (mu + tm - 1) / tm * nu * area + pack * ((mu + tm - 1) / tm * tile.rows + nu * tile.cols);
+    const std::size_t cols_cost =
+        mu * ((nu + tn - 1) / tn) * area + pack * (mu * tile.rows + (nu + tn - 1) / tn * tile.cols);
+    if (rows_cost <= cols_cost) return {true, p.M, tile.rows, mu, tm};
+    return {false, p.Nc, tile.cols, nu, tn};
+}
+
+// Piece i of the product: one single-threaded sgemm on its rows or columns of C.
+void run_piece(const Product& p, const Cut& cut, std::size_t i) {
+    const std::size_t b0 = cut.begin(i), b1 = cut.begin(i + 1);
+    if (b0 == b1) return;
+    if (cut.by_rows) {  // row r of op(A) starts at A + r·lda, or at column r when transposed
+        const float* a = p.trans_a ? p.A + b0 : p.A + b0 * p.lda;
+        sgemm(p.trans_a, p.trans_b, b1 - b0, p.Nc, p.K, a, p.lda, p.B, p.ldb, p.beta,
+              p.C + b0 * p.ldc, p.ldc);
+    } else {  // column j of op(B) starts at B + j, or at row j when transposed
+        const float* b = p.trans_b ? p.B + b0 * p.ldb : p.B + b0;
+        sgemm(p.trans_a, p.trans_b, p.M, b1 - b0, p.K, p.A, p.lda, b, p.ldb, p.beta, p.C + b0,
+              p.ldc);
+    }
+}
+
+std::size_t max_threads() { return static_cast<std::size_t>(std::max(1, omp_get_max_threads())); }
+
+void gemm(const Product& p) {
+    const Cut cut = cut_of(p, max_threads());
+#pragma omp parallel for schedule(static) if (cut.count > 1)
+    for (std::size_t i = 0; i < cut.count; ++i) run_piece(p, cut, i);
 }
 
 // y [N, out] (+)= x [N, in] · Wᵀ, W [out, in]: the forward of a Linear layer (bias elsewhere).
 void linear(const float* x, const float* w, float* y, std::size_t N, std::size_t in,
             std::size_t out, float beta) {
-    gemm(false, true, N, out, in, x, in, w, in, beta, y, out);
+    gemm({false, true, N, out, in, x, in, w, in, beta, y, out});
+}
+
+// ---- Column sums over rows, the same bits for any thread count ----------------------------
+
+// The rows are cut into bands of kSumRows (a fixed height: the cut depends on N alone); each
+// band's partial sums run over its rows in order, and the partials are added band by band in
+// order. Both loops are orphaned `omp for`s, run by the threads of the caller's region.
+constexpr std::size_t kSumRows = 64;
+std::size_t sum_bands(std::size_t N) { return (N + kSumRows - 1) / kSumRows; }
+
+// out[j] += partial[0][j] + partial[1][j] + ... (in band order; row b of partial at
+// partial + b·stride), j < width, the columns shared out among the threads. Ends with no
+// barrier.
+void add_bands(const float* partial, std::size_t stride, std::size_t bands, std::size_t width,
+               float* out) {
+#pragma omp for schedule(static) nowait
+    for (std::size_t j = 0; j < width; ++j) {
+        float s = out[j];
+        for (std::size_t b = 0; b < bands; ++b) s += partial[b * stride + j];
+        out[j] = s;
+    }
+}
+
+// sum [width] += Σ_rows x [N, width] (row stride ldx), partial [sum_bands(N), width] scratch.
+void column_sums(const float* x, std::size_t ldx, std::size_t N, std::size_t width, float* partial,
+                 float* sum) {
+    const std::size_t bands = sum_bands(N);
+#pragma omp for schedule(static)  // ends with a barrier: add_bands reads every band
+    for (std::size_t b = 0; b < bands; ++b) {
+        float* p = partial + b * width;
+        std::fill(p, p + width, 0.0f);
+        for (std::size_t n = b * kSumRows; n < std::min(N, (b + 1) * kSumRows); ++n) {
+            const float* row = x + n * ldx;
+            for (std::size_t j = 0; j < width; ++j) p[j] += row[j];
+        }
+    }
+    add_bands(partial, width, bands, width, sum);
 }
 
 // Backward of y = x Wᵀ + b with dy [N, out] (row stride ldy): dx [N, in] = dy W (assigned, or
-// added when accumulate), dW [out, in] += dyᵀ x, db [out] += Σ_rows dy (skipped if db is null).
+// added when accumulate; then multiplied elementwise by dx_scale [N, in] if not null), dW
+// [out, in] += dyᵀ x, db [out] += Σ_rows dy (skipped if db is null; partial is its scratch,
+// [sum_bands(N), out]). The three read dy and write apart, so they share one parallel region
+// without a barrier between them.
 void linear_back(const float* dy, std::size_t ldy, const float* x, const float* w, float* dx,
-                 bool accumulate, float* dw, float* db, std::size_t N, std::size_t in,
-                 std::size_t out) {
-    gemm(false, false, N, in, out, dy, ldy, w, in, accumulate ? 1.0f : 0.0f, dx, in);
-    gemm(true, false, out, in, N, dy, ldy, x, in, 1.0f, dw, in);
-    if (db) {
-        // Column sums: each thread owns a band of columns and walks the rows in order (row by
-        // row, so the reads stay contiguous); the order of every sum is that of the rows.
+                 bool accumulate, const float* dx_scale, float* dw, float* db, float* partial,
+                 std::size_t N, std::size_t in, std::size_t out) {
+    const Product px{false, false, N, in, out, dy, ldy, w, in, accumulate ? 1.0f : 0.0f, dx, in};
+    const Product pw{true, false, out, in, N, dy, ldy, x, in, 1.0f, dw, in};
+    const std::size_t threads = max_threads();
+    const Cut cx = cut_of(px, threads), cw = cut_of(pw, threads);
 #pragma omp parallel
-        {
-            const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-            const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-            const std::size_t o0 = out * t / nt, o1 = out * (t + 1) / nt;
-            for (std::size_t n = 0; n < N; ++n) {
-                const float* row = dy + n * ldy;
-                for (std::size_t o = o0; o < o1; ++o) db[o] += row[o];
+    {
+#pragma omp for schedule(static) nowait
+        for (std::size_t i = 0; i < cx.count; ++i) {
+            run_piece(px, cx, i);
+            if (dx_scale) {  // the piece's own rows or columns of dx, while they are in cache
+                const std::size_t b0 = cx.begin(i), b1 = cx.begin(i + 1);
+                const std::size_t r0 = cx.by_rows ? b0 : 0, r1 = cx.by_rows ? b1 : N;
+                const std::size_t c0 = cx.by_rows ? 0 : b0, c1 = cx.by_rows ? in : b1;
+                for (std::size_t r = r0; r < r1; ++r)
+                    for (std::size_t j = c0; j < c1; ++j) dx[r * in + j] *= dx_scale[r * in + j];
             }
         }
+#pragma omp for schedule(static) nowait
+        for (std::size_t i = 0; i < cw.count; ++i) run_piece(pw, cw, i);
+        if (db) column_sums(dy, ldy, N, out, partial, db);
     }
 }
 
@@ -239,46 +343,53 @@ void layernorm_forward(const float* x, const float* g, const float* b, float* y,
     }
 }
 
+// One row of layernorm_backward: dx += s (dy ⊙ gamma − g_mean − xhat gx_mean), pg += dy ⊙ xhat,
+// pb += dy. Its own function so that the pointers can be declared apart (__restrict): GCC
+// vectorises the loop only then.
+void layernorm_back_row(const float* __restrict dy, const float* __restrict x,
+                        const float* __restrict gamma, float m, float s, float g_mean,
+                        float gx_mean, float* __restrict dx, float* __restrict pg,
+                        float* __restrict pb, std::size_t D) {
+    for (std::size_t i = 0; i < D; ++i) {
+        const float xhat = (x[i] - m) * s;
+        dx[i] += s * (dy[i] * gamma[i] - g_mean - xhat * gx_mean);
+        pg[i] += dy[i] * xhat;
+        pb[i] += dy[i];
+    }
+}
+
 // dx [N, D] = rstd (g − mean(g) − xhat·mean(g xhat)) with g = dy ⊙ gamma, added into dx (the
 // residual stream's gradient already there); dgamma += Σ_rows dy ⊙ xhat, dbeta += Σ_rows dy.
+// The parameter gradients are summed in the same pass over the rows, by bands of kSumRows
+// (column_sums' scheme): partial [sum_bands(N), 2D] holds each band's Σ dy ⊙ xhat | Σ dy.
 void layernorm_backward(const float* dy, const float* x, const float* gamma, const float* mean,
-                        const float* rstd, float* dx, float* dgamma, float* dbeta, std::size_t N,
-                        std::size_t D) {
+                        const float* rstd, float* dx, float* dgamma, float* dbeta, float* partial,
+                        std::size_t N, std::size_t D) {
+    const std::size_t bands = sum_bands(N);
 #pragma omp parallel
     {
-#pragma omp for schedule(static) nowait  // the column sums below do not read dx
-        for (std::size_t n = 0; n < N; ++n) {
-            const float* dyn = dy + n * D;
-            const float* xn = x + n * D;
-            const float m = mean[n], s = rstd[n];
-            float g_mean = 0.0f, gx_mean = 0.0f;
-            for (std::size_t i = 0; i < D; ++i) {
-                const float g = dyn[i] * gamma[i];
-                g_mean += g;
-                gx_mean += g * (xn[i] - m) * s;
-            }
-            g_mean /= static_cast<float>(D);
-            gx_mean /= static_cast<float>(D);
-            float* dxn = dx + n * D;
-            for (std::size_t i = 0; i < D; ++i) {
-                const float xhat = (xn[i] - m) * s;
-                dxn[i] += s * (dyn[i] * gamma[i] - g_mean - xhat * gx_mean);
-            }
-        }
-        // The parameter gradients sum over rows: split the columns instead, so each sum runs
-        // over the rows in order whatever the thread count.
-        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-        const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-        const std::size_t i0 = D * t / nt, i1 = D * (t + 1) / nt;
-        for (std::size_t n = 0; n < N; ++n) {
-            const float* dyn = dy + n * D;
-            const float* xn = x + n * D;
-            const float m = mean[n], s = rstd[n];
-            for (std::size_t i = i0; i < i1; ++i) {
-                dgamma[i] += dyn[i] * (xn[i] - m) * s;
-                dbeta[i] += dyn[i];
+#pragma omp for schedule(static)  // ends with a barrier: add_bands reads every band
+        for (std::size_t band = 0; band < bands; ++band) {
+            float* pg = partial + band * 2 * D;  // Σ dy ⊙ xhat over the band
+            float* pb = pg + D;                  // Σ dy
+            std::fill(pg, pg + 2 * D, 0.0f);
+            for (std::size_t n = band * kSumRows; n < std::min(N, (band + 1) * kSumRows); ++n) {
+                const float* dyn = dy + n * D;
+                const float* xn = x + n * D;
+                const float m = mean[n], s = rstd[n];
+                float g_mean = 0.0f, gx_mean = 0.0f;
+                for (std::size_t i = 0; i < D; ++i) {
+                    const float g = dyn[i] * gamma[i];
+                    g_mean += g;
+                    gx_mean += g * (xn[i] - m) * s;
+                }
+                g_mean /= static_cast<float>(D);
+                gx_mean /= static_cast<float>(D);
+                layernorm_back_row(dyn, xn, gamma, m, s, g_mean, gx_mean, dx + n * D, pg, pb, D);
             }
         }
+        add_bands(partial, 2 * D, bands, D, dgamma);
+        add_bands(partial + D, 2 * D, bands, D, dbeta);
     }
 }
 
@@ -349,6 +460,8 @@ struct GptTrainer::Impl {
     Floats wqkv = zeros(3 * D * D);   // [3D, D] w_q, w_k, w_v stacked: one product instead of three
     Floats dwqkv = zeros(3 * D * D);  // [3D, D] their gradients, stacked
     Floats dbqkv = zeros(3 * D);      // [3D] the biases' gradients, stacked
+    // [bands of kSumRows rows, F] partial column sums (F = 4D: the widest, over 3D and 2D)
+    Floats band_sums = zeros(sum_bands(N) * F);
 };
 
 namespace {
@@ -576,11 +689,13 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     }
     float* dln = m.dln.data();        // [N, D]
     float* dresid = m.dresid.data();  // [N, D]
-    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, grads.lm_head.data(),
-                nullptr, N, D, V);
+    float* partial = m.band_sums.data();
+    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, nullptr,
+                grads.lm_head.data(), nullptr, partial, N, D, V);
     std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
     layernorm_backward(dln, m.resid.data() + c.L * N * D, params.ln_f_g.data(), m.ln_f_mean.data(),
-                       m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(), N, D);
+                       m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
+                       partial, N, D);
 
     const AttentionShape shape{B, H, T, d};
     for (std::size_t l = c.L; l-- > 0;) {
@@ -601,19 +716,20 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
 
         // FFN half. dresid is the gradient of x_out; it reaches x_mid through the residual
         // unchanged, and the LN2 branch's share is added into it below.
+        // dfc = (dresid · w_proj) ⊙ GELU'(u), the derivative saved by the forward.
         float* dfc = m.dfc.data();  // [N, F]
-        linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, g.w_proj.data(),
-                    g.b_proj.data(), N, F, D);
-#pragma omp parallel for schedule(static)
-        for (std::size_t e = 0; e < N * F; ++e) dfc[e] *= gelu_grad[e];  // GELU'(u), saved
-        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(), N, D, F);
+        linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, gelu_grad, g.w_proj.data(),
+                    g.b_proj.data(), partial, N, F, D);
+        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, nullptr, g.w_fc.data(), g.b_fc.data(),
+                    partial, N, D, F);
         layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
-                           m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(), N, D);
+                           m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(),
+                           partial, N, D);
 
         // Attention half: dresid is now the gradient of x_mid.
         float* datt_cat = m.datt_cat.data();  // [N, D]
-        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, g.w_o.data(), g.b_o.data(),
-                    N, D, D);
+        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, nullptr, g.w_o.data(),
+                    g.b_o.data(), partial, N, D, D);
         float* datt = m.datt.data();  // [B, H, T, d]
 #pragma omp parallel for schedule(static)
         for (std::size_t n = 0; n < N; ++n) {
@@ -653,8 +769,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         pack_qkv(w, m.wqkv.data(), D);
         std::fill(m.dwqkv.begin(), m.dwqkv.end(), 0.0f);
         std::fill(m.dbqkv.begin(), m.dbqkv.end(), 0.0f);
-        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, m.dwqkv.data(), m.dbqkv.data(), N,
-                    D, 3 * D);
+        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, nullptr, m.dwqkv.data(),
+                    m.dbqkv.data(), partial, N, D, 3 * D);
         float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
         float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
         for (std::size_t p = 0; p < 3; ++p) {
@@ -662,19 +778,27 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
             for (std::size_t i = 0; i < D; ++i) gb[p][i] += m.dbqkv[p * D + i];
         }
         layernorm_backward(dln, x, w.ln1_g.data(), m.ln1_mean.data() + l * N,
-                           m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(), N, D);
+                           m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(),
+                           partial, N, D);
     }
 
-    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). Serial: one id can
-    // occur in many rows.
+    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). One id can occur in many
+    // rows, so the rows are not split: each thread owns a band of the D columns and walks every
+    // row in order, the order of every sum whatever the thread count.
     float* dwte = grads.wte.data();
     float* dwpe = grads.wpe.data();
-    for (std::size_t n = 0; n < N; ++n) {
-        float* te = dwte + static_cast<std::size_t>(m.inputs[n]) * D;
-        for (std::size_t i = 0; i < D; ++i) te[i] += dresid[n * D + i];
-        if (rope) continue;
-        float* pe = dwpe + (n % T) * D;
-        for (std::size_t i = 0; i < D; ++i) pe[i] += dresid[n * D + i];
+#pragma omp parallel
+    {
+        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+        const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+        const std::size_t i0 = D * t / nt, i1 = D * (t + 1) / nt;
+        for (std::size_t n = 0; n < N; ++n) {
+            float* te = dwte + static_cast<std::size_t>(m.inputs[n]) * D;
+            for (std::size_t i = i0; i < i1; ++i) te[i] += dresid[n * D + i];
+            if (rope) continue;
+            float* pe = dwpe + (n % T) * D;
+            for (std::size_t i = i0; i < i1; ++i) pe[i] += dresid[n * D + i];
+        }
     }
 }
 

@@ -12,10 +12,11 @@
 /// and RoPE (q and k of every layer turned from cos / sin tables made once per trainer, and
 /// their gradients turned back in the backward).
 ///
-/// Threads: OMP_NUM_THREADS. The matrix products are cut into bands of rows that the OpenMP
-/// threads share, each band a single-threaded sgemm (OpenBLAS is set to 1 thread during a
-/// step and restored after). The cut depends on the shapes only, so a step gives the same bits
-/// for any number of threads.
+/// Threads: OMP_NUM_THREADS. The matrix products are cut into pieces that the OpenMP threads
+/// share, each piece a single-threaded sgemm (OpenBLAS is set to 1 thread during a step and
+/// restored after): one piece per thread on gemm.hpp's own kernels, whose bits do not depend
+/// on the cut, bands of a height fixed by the shapes on OpenBLAS. Every other sum over rows
+/// runs over bands of a fixed height, so a step gives the same bits for any number of threads.
 #pragma once
 
 #include <cstddef>
