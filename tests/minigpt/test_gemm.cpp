@@ -239,3 +239,43 @@ TEST_CASE("sgemm with K = 0 scales C by beta, and beta 0 gives zeros without rea
         CHECK(C == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
     }
 }
+
+TEST_CASE("sgemm's own kernels give the same bits however C is cut into rows or columns",
+          "[gemm]") {
+    // The trainer cuts each product into one piece per thread (gpt_train.cpp's cut_of): its
+    // bits for 1, 2 or 3 threads are equal only if no cut changes a bit. cblas_sgemm is not
+    // held to this (the trainer cuts its products at fixed heights).
+    std::mt19937 gen(13);
+    const Case cases[] = {{false, true, 300, 97, 129, 0, 0.0f},
+                          {false, false, 150, 70, 600, 3, 1.0f},
+                          {true, false, 45, 130, 2048, 0, 0.5f},
+                          {true, true, 29, 65, 513, 3, 1.0f}};
+    for (const Case& c : cases) {
+        const Operands o = make(c, gen);
+        for (const wb::SimdLevel level : paths()) {
+            if (level == wb::kSimdPortable) continue;
+            std::vector<float> whole = o.C0;
+            sgemm_at(level, c.ta, c.tb, c.M, c.N, c.K, o.A.data(), o.lda, o.B.data(), o.ldb, c.beta,
+                     whole.data(), o.ldc);
+            for (const std::size_t at : {std::size_t{1}, std::size_t{14}, std::size_t{17}}) {
+                // Rows [0, at) and [at, M), then columns [0, at) and [at, N).
+                std::vector<float> rows = o.C0, cols = o.C0;
+                for (const std::size_t r0 : {std::size_t{0}, at}) {
+                    const std::size_t r1 = r0 == 0 ? at : c.M;
+                    const float* a = c.ta ? o.A.data() + r0 : o.A.data() + r0 * o.lda;
+                    sgemm_at(level, c.ta, c.tb, r1 - r0, c.N, c.K, a, o.lda, o.B.data(), o.ldb,
+                             c.beta, rows.data() + r0 * o.ldc, o.ldc);
+                }
+                for (const std::size_t c0 : {std::size_t{0}, at}) {
+                    const std::size_t c1 = c0 == 0 ? at : c.N;
+                    const float* b = c.tb ? o.B.data() + c0 * o.ldb : o.B.data() + c0;
+                    sgemm_at(level, c.ta, c.tb, c.M, c1 - c0, c.K, o.A.data(), o.lda, b, o.ldb,
+                             c.beta, cols.data() + c0, o.ldc);
+                }
+                INFO(describe(c, level) << ", cut at " << at);
+                CHECK(std::memcmp(rows.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(cols.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+            }
+        }
+    }
+}

@@ -131,16 +131,46 @@ void run_piece(const Product& p, const Cut& cut, std::size_t i) {
 
 std::size_t max_threads() { return static_cast<std::size_t>(std::max(1, omp_get_max_threads())); }
 
-void gemm(const Product& p) {
+// Does nothing to rows [r0, r1): a gemm without work before or after.
+struct NoRows {
+    void operator()(std::size_t, std::size_t) const {}
+};
+
+// The product, with row-by-row work fused around it: before(r0, r1) makes rows [r0, r1) of
+// op(A) (and of C, when beta reads it), after(r0, r1) uses rows [r0, r1) of C, neither
+// touching other rows. Cut by rows, each piece does its rows' before, product and after in
+// turn, with no barrier between them; cut by columns, the rows are shared out for before, then
+// after, with a barrier on each side of the product. One parallel region either way.
+template <class Before = NoRows, class After = NoRows>
+void gemm(const Product& p, Before before = {}, After after = {}) {
     const Cut cut = cut_of(p, max_threads());
+    if (cut.by_rows) {
 #pragma omp parallel for schedule(static) if (cut.count > 1)
-    for (std::size_t i = 0; i < cut.count; ++i) run_piece(p, cut, i);
+        for (std::size_t i = 0; i < cut.count; ++i) {
+            const std::size_t r0 = cut.begin(i), r1 = cut.begin(i + 1);
+            before(r0, r1);
+            run_piece(p, cut, i);
+            after(r0, r1);
+        }
+        return;
+    }
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (std::size_t n = 0; n < p.M; ++n) before(n, n + 1);
+#pragma omp for schedule(static)
+        for (std::size_t i = 0; i < cut.count; ++i) run_piece(p, cut, i);
+#pragma omp for schedule(static)
+        for (std::size_t n = 0; n < p.M; ++n) after(n, n + 1);
+    }
 }
 
-// y [N, out] (+)= x [N, in] · Wᵀ, W [out, in]: the forward of a Linear layer (bias elsewhere).
+// y [N, out] (+)= x [N, in] · Wᵀ, W [out, in]: the forward of a Linear layer (bias elsewhere),
+// with gemm's row work around it.
+template <class Before = NoRows, class After = NoRows>
 void linear(const float* x, const float* w, float* y, std::size_t N, std::size_t in,
-            std::size_t out, float beta) {
-    gemm({false, true, N, out, in, x, in, w, in, beta, y, out});
+            std::size_t out, float beta, Before before = {}, After after = {}) {
+    gemm({false, true, N, out, in, x, in, w, in, beta, y, out}, before, after);
 }
 
 // ---- Column sums over rows, the same bits for any thread count ----------------------------
@@ -181,13 +211,14 @@ void column_sums(const float* x, std::size_t ldx, std::size_t N, std::size_t wid
 }
 
 // Backward of y = x Wᵀ + b with dy [N, out] (row stride ldy): dx [N, in] = dy W (assigned, or
-// added when accumulate; then multiplied elementwise by dx_scale [N, in] if not null), dW
-// [out, in] += dyᵀ x, db [out] += Σ_rows dy (skipped if db is null; partial is its scratch,
+// added when accumulate), then after(r0, r1) on rows [r0, r1) of dx as gemm's; dW [out, in]
+// += dyᵀ x; db [out] += Σ_rows dy (skipped if db is null; partial is its scratch,
 // [sum_bands(N), out]). The three read dy and write apart, so they share one parallel region
 // without a barrier between them.
+template <class After = NoRows>
 void linear_back(const float* dy, std::size_t ldy, const float* x, const float* w, float* dx,
-                 bool accumulate, const float* dx_scale, float* dw, float* db, float* partial,
-                 std::size_t N, std::size_t in, std::size_t out) {
+                 bool accumulate, float* dw, float* db, float* partial, std::size_t N,
+                 std::size_t in, std::size_t out, After after = {}) {
     const Product px{false, false, N, in, out, dy, ldy, w, in, accumulate ? 1.0f : 0.0f, dx, in};
     const Product pw{true, false, out, in, N, dy, ldy, x, in, 1.0f, dw, in};
     const std::size_t threads = max_threads();
@@ -197,17 +228,16 @@ void linear_back(const float* dy, std::size_t ldy, const float* x, const float* 
 #pragma omp for schedule(static) nowait
         for (std::size_t i = 0; i < cx.count; ++i) {
             run_piece(px, cx, i);
-            if (dx_scale) {  // the piece's own rows or columns of dx, while they are in cache
-                const std::size_t b0 = cx.begin(i), b1 = cx.begin(i + 1);
-                const std::size_t r0 = cx.by_rows ? b0 : 0, r1 = cx.by_rows ? b1 : N;
-                const std::size_t c0 = cx.by_rows ? 0 : b0, c1 = cx.by_rows ? in : b1;
-                for (std::size_t r = r0; r < r1; ++r)
-                    for (std::size_t j = c0; j < c1; ++j) dx[r * in + j] *= dx_scale[r * in + j];
-            }
+            if (cx.by_rows) after(cx.begin(i), cx.begin(i + 1));  // while the rows are in cache
         }
 #pragma omp for schedule(static) nowait
         for (std::size_t i = 0; i < cw.count; ++i) run_piece(pw, cw, i);
         if (db) column_sums(dy, ldy, N, out, partial, db);
+        if (!cx.by_rows) {  // every piece holds some columns of each row: wait for all of them
+#pragma omp barrier
+#pragma omp for schedule(static) nowait
+            for (std::size_t n = 0; n < N; ++n) after(n, n + 1);
+        }
     }
 }
 
@@ -323,11 +353,11 @@ GeluRow gelu_row() {
 
 // ---- LayerNorm over the D features of each row ---------------------------------------------
 
-void layernorm_forward(const float* x, const float* g, const float* b, float* y, float* mean,
-                       float* rstd, std::size_t N, std::size_t D) {
+// Rows [r0, r1) of x [N, D]: y = (x − mean) · rstd ⊙ g + b, keeping mean and rstd.
+void layernorm_rows(const float* x, const float* g, const float* b, float* y, float* mean,
+                    float* rstd, std::size_t r0, std::size_t r1, std::size_t D) {
     const float eps = static_cast<float>(kGptLayerNormEps);
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < N; ++n) {
+    for (std::size_t n = r0; n < r1; ++n) {
         const float* xn = x + n * D;
         float m = 0.0f;
         for (std::size_t i = 0; i < D; ++i) m += xn[i];
@@ -576,80 +606,95 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
         float* gelu_grad = m.gelu_grad.data() + l * N * F;  // [N, F]
         float* x_out = m.resid.data() + (l + 1) * N * D;    // [N, D] stream out
 
-        // Attention half: x_mid = x + w_o · attention(LN1(x)).
-        layernorm_forward(x, w.ln1_g.data(), w.ln1_b.data(), ln1, m.ln1_mean.data() + l * N,
-                          m.ln1_rstd.data() + l * N, N, D);
-        // One product for the three projections: ln1 [N, D] · [w_q; w_k; w_v]ᵀ.
+        // Attention half: x_mid = x + w_o · attention(LN1(x)). The row-by-row steps run
+        // inside the products' parallel regions, on the rows of each piece (gemm).
+        // One product for the three projections: ln1 [N, D] · [w_q; w_k; w_v]ᵀ, after LN1 of
+        // the same rows.
         float* proj = m.proj.data();  // [N, 3D]: columns q | k | v
         pack_qkv(w, m.wqkv.data(), D);
-        linear(ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f);
+        const auto ln1_rows = [&](std::size_t r0, std::size_t r1) {
+            layernorm_rows(x, w.ln1_g.data(), w.ln1_b.data(), ln1, m.ln1_mean.data() + l * N,
+                           m.ln1_rstd.data() + l * N, r0, r1, D);
+        };
         // Split the heads with the biases added: row n = b·T + t, column h·d + i of each
         // projection goes to (b, h, t, i) of q, k or v. With RoPE, q and k are turned on the
         // way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i.
         const float* bias[3] = {w.b_q.data(), w.b_k.data(), w.b_v.data()};
         float* dst[3] = {q, k, v};
-#pragma omp parallel for schedule(static)
-        for (std::size_t n = 0; n < N; ++n) {
-            const std::size_t b = n / T, t = n % T;
-            for (std::size_t p = 0; p < 3; ++p) {
-                const float* src = proj + n * 3 * D + p * D;
-                for (std::size_t h = 0; h < H; ++h) {
-                    float* out = dst[p] + ((b * H + h) * T + t) * d;
-                    const float* in = src + h * d;
-                    const float* bi = bias[p] + h * d;
-                    if (rope && p < 2) {
-                        rope_turn(in, bi, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
-                    } else {
-                        for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
+        const auto split_rows = [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t n = r0; n < r1; ++n) {
+                const std::size_t b = n / T, t = n % T;
+                for (std::size_t p = 0; p < 3; ++p) {
+                    const float* src = proj + n * 3 * D + p * D;
+                    for (std::size_t h = 0; h < H; ++h) {
+                        float* out = dst[p] + ((b * H + h) * T + t) * d;
+                        const float* in = src + h * d;
+                        const float* bi = bias[p] + h * d;
+                        if (rope && p < 2) {
+                            rope_turn(in, bi, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
+                        } else {
+                            for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
+                        }
                     }
                 }
             }
-        }
+        };
+        linear(ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f, ln1_rows, split_rows);
         attention_forward(shape, q, k, v, att, lse);
-        // Merge the heads back to rows, and start x_mid as the residual plus the bias b_o.
-#pragma omp parallel for schedule(static)
-        for (std::size_t n = 0; n < N; ++n) {
-            const std::size_t b = n / T, t = n % T;
-            for (std::size_t h = 0; h < H; ++h) {
-                const float* src = att + ((b * H + h) * T + t) * d;
-                for (std::size_t i = 0; i < d; ++i) att_cat[n * D + h * d + i] = src[i];
+        // x_mid = x + b_o + att_cat · w_oᵀ: first the heads merged back to rows and x_mid
+        // started as the residual plus the bias; after the product, LN2 of the same rows.
+        const auto merge_rows = [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t n = r0; n < r1; ++n) {
+                const std::size_t b = n / T, t = n % T;
+                for (std::size_t h = 0; h < H; ++h) {
+                    const float* src = att + ((b * H + h) * T + t) * d;
+                    for (std::size_t i = 0; i < d; ++i) att_cat[n * D + h * d + i] = src[i];
+                }
+                for (std::size_t i = 0; i < D; ++i) x_mid[n * D + i] = x[n * D + i] + w.b_o[i];
             }
-            for (std::size_t i = 0; i < D; ++i) x_mid[n * D + i] = x[n * D + i] + w.b_o[i];
-        }
-        linear(att_cat, w.w_o.data(), x_mid, N, D, D, 1.0f);  // x_mid += att_cat · w_oᵀ
+        };
+        const auto ln2_rows = [&](std::size_t r0, std::size_t r1) {
+            layernorm_rows(x_mid, w.ln2_g.data(), w.ln2_b.data(), ln2, m.ln2_mean.data() + l * N,
+                           m.ln2_rstd.data() + l * N, r0, r1, D);
+        };
+        linear(att_cat, w.w_o.data(), x_mid, N, D, D, 1.0f, merge_rows, ln2_rows);
 
-        // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)).
-        layernorm_forward(x_mid, w.ln2_g.data(), w.ln2_b.data(), ln2, m.ln2_mean.data() + l * N,
-                          m.ln2_rstd.data() + l * N, N, D);
-        linear(ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f);  // x w_fcᵀ, the bias comes next
+        // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)). After x w_fcᵀ, the
+        // bias and GELU on its rows, and x_out started as x_mid plus the bias b_proj.
         const GeluRow gelu = gelu_row();
         const float* b_fc = w.b_fc.data();
         const float* b_proj = w.b_proj.data();
-#pragma omp parallel for schedule(static)
-        for (std::size_t n = 0; n < N; ++n) {
-            gelu(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
-            for (std::size_t i = 0; i < D; ++i) x_out[n * D + i] = x_mid[n * D + i] + b_proj[i];
-        }
+        const auto gelu_rows = [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t n = r0; n < r1; ++n) {
+                gelu(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
+                for (std::size_t i = 0; i < D; ++i) x_out[n * D + i] = x_mid[n * D + i] + b_proj[i];
+            }
+        };
+        linear(ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f, NoRows{}, gelu_rows);
         linear(fc_gelu, w.w_proj.data(), x_out, N, F, D, 1.0f);  // x_out += GELU · w_projᵀ
     }
 
     // Final LayerNorm, logits, then softmax and cross entropy fused, row by row.
-    layernorm_forward(m.resid.data() + c.L * N * D, params.ln_f_g.data(), params.ln_f_b.data(),
-                      m.ln_f.data(), m.ln_f_mean.data(), m.ln_f_rstd.data(), N, D);
+    const float* x_last = m.resid.data() + c.L * N * D;
+    const auto ln_f_rows = [&](std::size_t r0, std::size_t r1) {
+        layernorm_rows(x_last, params.ln_f_g.data(), params.ln_f_b.data(), m.ln_f.data(),
+                       m.ln_f_mean.data(), m.ln_f_rstd.data(), r0, r1, D);
+    };
     float* probs = m.probs.data();  // [N, V]: the logits, then their softmax
-    linear(m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f);
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < N; ++n) {
-        float* z = probs + n * V;
-        float mx = z[0];
-        for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, z[j]);
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < V; ++j) sum += std::exp(z[j] - mx);
-        const float lse = mx + std::log(sum);  // log Σ exp(z), stable
-        const int target = m.targets[n];
-        m.row_loss[n] = target == -1 ? 0.0f : lse - z[target];  // −log softmax(z)[target]
-        for (std::size_t j = 0; j < V; ++j) z[j] = std::exp(z[j] - lse);
-    }
+    const auto softmax_rows = [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t n = r0; n < r1; ++n) {
+            float* z = probs + n * V;
+            float mx = z[0];
+            for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, z[j]);
+            float sum = 0.0f;
+            for (std::size_t j = 0; j < V; ++j) sum += std::exp(z[j] - mx);
+            const float lse = mx + std::log(sum);  // log Σ exp(z), stable
+            const int target = m.targets[n];
+            m.row_loss[n] = target == -1 ? 0.0f : lse - z[target];  // −log softmax(z)[target]
+            for (std::size_t j = 0; j < V; ++j) z[j] = std::exp(z[j] - lse);
+        }
+    };
+    linear(m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f, ln_f_rows, softmax_rows);
     float total = 0.0f;  // summed in row order: the same bits for any thread count
     for (std::size_t n = 0; n < N; ++n) total += m.row_loss[n];
     m.has_forward = true;
@@ -690,8 +735,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     float* dln = m.dln.data();        // [N, D]
     float* dresid = m.dresid.data();  // [N, D]
     float* partial = m.band_sums.data();
-    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, nullptr,
-                grads.lm_head.data(), nullptr, partial, N, D, V);
+    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, grads.lm_head.data(),
+                nullptr, partial, N, D, V);
     std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
     layernorm_backward(dln, m.resid.data() + c.L * N * D, params.ln_f_g.data(), m.ln_f_mean.data(),
                        m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
@@ -718,27 +763,32 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         // unchanged, and the LN2 branch's share is added into it below.
         // dfc = (dresid · w_proj) ⊙ GELU'(u), the derivative saved by the forward.
         float* dfc = m.dfc.data();  // [N, F]
-        linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, gelu_grad, g.w_proj.data(),
-                    g.b_proj.data(), partial, N, F, D);
-        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, nullptr, g.w_fc.data(), g.b_fc.data(),
-                    partial, N, D, F);
+        const auto gelu_back_rows = [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t e = r0 * F; e < r1 * F; ++e) dfc[e] *= gelu_grad[e];
+        };
+        linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, g.w_proj.data(),
+                    g.b_proj.data(), partial, N, F, D, gelu_back_rows);
+        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(), partial,
+                    N, D, F);
         layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
                            m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(),
                            partial, N, D);
 
         // Attention half: dresid is now the gradient of x_mid.
         float* datt_cat = m.datt_cat.data();  // [N, D]
-        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, nullptr, g.w_o.data(),
-                    g.b_o.data(), partial, N, D, D);
+        // datt_cat = dresid · w_o, then split into the heads, row by row.
         float* datt = m.datt.data();  // [B, H, T, d]
-#pragma omp parallel for schedule(static)
-        for (std::size_t n = 0; n < N; ++n) {
-            const std::size_t b = n / T, t = n % T;
-            for (std::size_t h = 0; h < H; ++h) {
-                float* out = datt + ((b * H + h) * T + t) * d;
-                for (std::size_t i = 0; i < d; ++i) out[i] = datt_cat[n * D + h * d + i];
+        const auto split_rows = [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t n = r0; n < r1; ++n) {
+                const std::size_t b = n / T, t = n % T;
+                for (std::size_t h = 0; h < H; ++h) {
+                    float* out = datt + ((b * H + h) * T + t) * d;
+                    for (std::size_t i = 0; i < d; ++i) out[i] = datt_cat[n * D + h * d + i];
+                }
             }
-        }
+        };
+        linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, g.w_o.data(), g.b_o.data(),
+                    partial, N, D, D, split_rows);
         float* dq = m.dqkv.data();
         float* dk = dq + N * D;
         float* dv = dk + N * D;
@@ -769,8 +819,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         pack_qkv(w, m.wqkv.data(), D);
         std::fill(m.dwqkv.begin(), m.dwqkv.end(), 0.0f);
         std::fill(m.dbqkv.begin(), m.dbqkv.end(), 0.0f);
-        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, nullptr, m.dwqkv.data(),
-                    m.dbqkv.data(), partial, N, D, 3 * D);
+        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, m.dwqkv.data(), m.dbqkv.data(),
+                    partial, N, D, 3 * D);
         float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
         float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
         for (std::size_t p = 0; p < 3; ++p) {
