@@ -4,10 +4,10 @@
 //
 //   build/<dir>/bench/gemm_speed [--seconds 0.2] [--shape NAME]
 //
-// Each product is called as the trainer calls it (gpt_train.cpp's gemm): C cut into bands of
-// 256 rows (128 or 64 below 1024 or 256 rows), one call per band, here in sequence on one
-// thread. The two sides alternate, `--seconds` each per round, 5 rounds; the median round is
-// printed. `WB_SIMD=0|1` in the environment caps the path (cblas / avx2).
+// Each product is one call, as the trainer makes it on one thread (gpt_train.cpp's gemm cuts
+// a product into one piece per thread). The two sides alternate, `--seconds` each per round, 5
+// rounds; the median round is printed. `WB_SIMD=0|1` in the environment caps the path (cblas /
+// avx2).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,18 +32,6 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The trainer's bands (gpt_train.cpp): one call per band of rows of C.
-template <class Call>
-void banded(const Shape& s, const float* A, float* C, Call&& call) {
-    const std::size_t rows = s.M >= 1024 ? 256 : (s.M >= 256 ? 128 : 64);
-    const std::size_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
-    for (std::size_t r0 = 0; r0 < s.M; r0 += rows) {
-        const std::size_t r1 = std::min(s.M, r0 + rows);
-        const float* a = s.trans_a ? A + r0 : A + r0 * lda;
-        call(r1 - r0, a, lda, ldb, C + r0 * s.N);
-    }
 }
 
 }  // namespace
@@ -87,22 +75,17 @@ int main(int argc, char** argv) {
         std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N, 0.0f);
         for (float& x : A) x = dist(gen);
         for (float& x : B) x = dist(gen);
+        const std::size_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
         auto ours = [&] {
-            banded(s, A.data(), C.data(),
-                   [&](std::size_t m, const float* a, std::size_t lda, std::size_t ldb, float* c) {
-                       wb::minigpt::sgemm(s.trans_a, s.trans_b, m, s.N, s.K, a, lda, B.data(), ldb,
-                                          0.0f, c, s.N);
-                   });
+            wb::minigpt::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, A.data(), lda, B.data(), ldb,
+                               0.0f, C.data(), s.N);
         };
         auto theirs = [&] {
-            banded(s, A.data(), C.data(),
-                   [&](std::size_t m, const float* a, std::size_t lda, std::size_t ldb, float* c) {
-                       cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
-                                   s.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-                                   static_cast<int>(s.N), static_cast<int>(s.K), 1.0f, a,
-                                   static_cast<int>(lda), B.data(), static_cast<int>(ldb), 0.0f, c,
-                                   static_cast<int>(s.N));
-                   });
+            cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+                        s.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(s.M),
+                        static_cast<int>(s.N), static_cast<int>(s.K), 1.0f, A.data(),
+                        static_cast<int>(lda), B.data(), static_cast<int>(ldb), 0.0f, C.data(),
+                        static_cast<int>(s.N));
         };
         const double flops = 2.0 * static_cast<double>(s.M * s.N * s.K);
         // GFLOP/s of `seconds` of calls (at least one).

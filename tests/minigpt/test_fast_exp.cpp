@@ -37,7 +37,8 @@ TEST_CASE("fast_exp_nonpositive is within 1.5e-7 of exp on floats spread over [-
         const double e = std::exp(static_cast<double>(x));
         const float y = wb::fast_exp_nonpositive(x);
         if (e < std::numeric_limits<float>::min()) {  // below the normal floats
-            if (!(y >= 0.0f && y <= 2 * std::numeric_limits<float>::min())) worst = 1.0, worst_x = x;
+            if (!(y >= 0.0f && y <= 2 * std::numeric_limits<float>::min()))
+                worst = 1.0, worst_x = x;
             continue;
         }
         const double rel = std::fabs(y - e) / e;
