@@ -5,8 +5,9 @@
     /usr/bin/python3 tools/compare_torch.py --build-dir build/bench   # and the C++ side by side
     /usr/bin/python3 tools/compare_torch.py --threads 1 --repeat 3 --quick
 
-What is timed, for 1 and 2 threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS
-are set before torch is imported, in a fresh process per thread count):
+What is timed, for 1 and 2 threads (OMP_NUM_THREADS and MKL_NUM_THREADS are set before torch
+is imported, in a fresh process per thread count, and OPENBLAS_NUM_THREADS=1: torch's own
+OpenMP workers call the BLAS, and a threaded OpenBLAS under them oversubscribes the cores):
   - eager causal attention, softmax(q kᵀ / sqrt(d) + causal mask) v on [B, H, T, d] float32,
     forward, and backward alone (autograd.grad of the kept graph), in GFLOP/s of useful work:
     4·B·H·d·T(T+1)/2 for the forward (the visible half of the scores), 2.5 times that for the
@@ -206,7 +207,10 @@ def main():
     version = "?"
     for n in args.threads:
         # Thread counts must be in the environment before torch (and its BLAS) is loaded.
-        env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS=str(n),
+        # OpenBLAS on one thread: torch parallelises with its OpenMP workers, which call the
+        # BLAS; Debian's torch (2.6 with openblas-pthread) on OPENBLAS_NUM_THREADS=2 runs 2 to 40
+        # times slower at 2 threads than at 1.
+        env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS="1",
                    MKL_NUM_THREADS=str(n))
         # PyTorch's best setting on more than one thread: its OpenMP workers sleep between
         # operations instead of spinning against OpenBLAS's threads.
@@ -230,8 +234,8 @@ def main():
     print(f"PyTorch {version} vs the workbook's reference, medians of {args.repeat} runs")
     print("attention rows: GFLOP/s of useful causal work (_fused: F.scaled_dot_product_attention"
           "(is_causal=True), where this torch has it); train_step: tokens/s")
-    print("settings: torch with OMP_WAIT_POLICY=passive above 1 thread (its best), the workbook"
-          " with OpenMP's default waiting (its best)\n")
+    print("settings: torch with OMP_WAIT_POLICY=passive above 1 thread and OPENBLAS_NUM_THREADS=1"
+          " (its best), the workbook with OpenMP's default waiting (its best)\n")
     header = f"{'benchmark':<42}"
     for n in args.threads:
         header += f"{'torch ' + str(n) + 't':>12}"
