@@ -253,6 +253,10 @@ std::size_t forward_scratch(const Geometry& g) {
 // The scores of a block pair are computed transposed, keys × queries: st = k qᵀ, [BC, BR].
 // The query block is transposed once per task (not the key block once per pair), and the
 // softmax statistics m, l of the BR queries are then plain SIMD vectors along each row of st.
+// MRs × NWs is the register block of the scores' product, MR × NW that of o += P v. (Under
+// AVX-512 the scores take 4 × 64: their A is the key block, whose rows lie dp apart, and 8 row
+// offsets were more than g++ kept in registers; 4 rows against all 64 queries need 4 loads of
+// B and 4 broadcasts per 16 multiply-adds.)
 template <std::size_t MR, std::size_t NW, std::size_t MRs = MR, std::size_t NWs = NW>
 WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, const float* kh,
                                          const float* vh, float* oh, float* lh, std::size_t qb,
