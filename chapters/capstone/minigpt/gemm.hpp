@@ -40,8 +40,11 @@ void sgemm_at(SimdLevel level, bool trans_a, bool trans_b, std::size_t M, std::s
 /// with AVX-512, 6 × 16 with AVX2), {0, 0} for cblas_sgemm. Not 0: every cut of C gives the
 /// same bits, and cuts at multiples of the tile leave no partial tile inside a piece.
 struct SgemmTile {
-    std::size_t rows, cols;
+    std::size_t rows;  ///< rows of C per micro-kernel call (0 on the cblas path)
+    std::size_t cols;  ///< columns of C per micro-kernel call (0 on the cblas path)
 };
+
+/// The micro-tile of the path sgemm takes on this processor (see SgemmTile).
 SgemmTile sgemm_tile();
 
 /// The path sgemm takes on this processor: "avx512" (14 × 32 micro-kernel), "avx2" (6 × 16)
