@@ -16,8 +16,10 @@
 //    streams A and B through it, so the multiply-adds run on full SIMD vectors. Rows of the
 //    inputs are read where they lie, not copied, whenever they are already tile-shaped.
 //  - A vectorisable exp. std::exp is a library call the compiler cannot put in a SIMD loop;
-//    exp_approx is 14 multiply-adds and integer operations that it can (relative error
-//    ~1e-7), made for inputs at most 0, which are all the softmax has.
+//    wb::fast_exp_nonpositive (workbook/fast_exp.hpp) is 14 multiply-adds and integer
+//    operations that it can (relative error ~1e-7). Every exp here is of a score minus a max,
+//    or minus lse (above every score), so its input is at most 0, all that function takes;
+//    a masked -inf score gets weight exactly 0.
 //  - No pass the products can do. Off the diagonal, a block's column max is read off the
 //    registers of st = k qᵀ as they are stored; o is rescaled only when some max grew.
 //  - AVX2 + FMA or AVX-512 when the processor has them. The build uses the compiler's default
@@ -100,12 +102,6 @@ struct Geometry {
     float scale;     // 1 / sqrt(d)
 };
 
-// exp in plain multiply-adds, so that the softmax loops vectorise: the given
-// wb::fast_exp_nonpositive (workbook/fast_exp.hpp). Every exp here is of a score minus a max
-// (or minus lse, which is above every score), so its input is at most 0; exactly 0 below
-// -88, so a masked -inf score gets weight 0.
-WB_ALWAYS_INLINE float exp_approx(float x) { return fast_exp_nonpositive(x); }
-
 // One MR × W block of C (+)= A·B, held in registers for the whole k loop: per k, one row of
 // W floats of B is loaded and used MR times, and each of MR numbers of A is used W times.
 // With kColumnMax it also raises colmax[n] to the largest of the block's column n, from the
@@ -151,14 +147,15 @@ WB_ALWAYS_INLINE void gemm_tiles(std::size_t M, std::size_t N, std::size_t K,
                                  const float* __restrict A, std::size_t ai, std::size_t ak,
                                  const float* __restrict B, std::size_t ldb, float* __restrict C,
                                  std::size_t ldc, float* __restrict colmax = nullptr) {
+    auto colmax_at = [colmax](std::size_t n) { return kColumnMax ? colmax + n : nullptr; };
     for (std::size_t i = 0; i < M; i += MR) {
         std::size_t n = 0;
         for (; n + NW <= N; n += NW)
             gemm_block<MR, NW, kAccumulate, kColumnMax>(K, A + i * ai, ai, ak, B + n, ldb,
-                                                        C + i * ldc + n, ldc, colmax + n);
+                                                        C + i * ldc + n, ldc, colmax_at(n));
         for (; n < N; n += NR)
             gemm_block<MR, NR, kAccumulate, kColumnMax>(K, A + i * ai, ai, ak, B + n, ldb,
-                                                        C + i * ldc + n, ldc, colmax + n);
+                                                        C + i * ldc + n, ldc, colmax_at(n));
     }
 }
 
@@ -313,7 +310,7 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
 #pragma omp simd
         for (std::size_t i = 0; i < BR; ++i) {
             const float m_new = m[i] > mx[i] ? m[i] : mx[i];
-            alpha[i] = exp_approx(m[i] - m_new);
+            alpha[i] = fast_exp_nonpositive(m[i] - m_new);
             m[i] = m_new;
             l[i] = l[i] * alpha[i];
         }
@@ -321,7 +318,8 @@ WB_ALWAYS_INLINE void forward_block_body(const Geometry& g, const float* qh, con
             float* row = st + j * BR;
 #pragma omp simd
             for (std::size_t i = 0; i < BR; ++i) {
-                const float p = exp_approx(row[i] - m[i]);  // masked: exp(-inf) = exactly 0
+                const float p =
+                    fast_exp_nonpositive(row[i] - m[i]);  // masked: exp(-inf) = exactly 0
                 row[i] = p;
                 l[i] += p;
             }
@@ -412,7 +410,7 @@ WB_ALWAYS_INLINE void weights_and_dscores(const Geometry& g, std::size_t i0, std
         float* dsr = ds + r * BC;
 #pragma omp simd
         for (std::size_t j = 0; j < Ns; ++j) {
-            const float e = exp_approx(pr[j] * g.scale - lse_i);
+            const float e = fast_exp_nonpositive(pr[j] * g.scale - lse_i);
             const float p = j < limit ? e : 0.0f;
             pr[j] = p;
             dsr[j] = p * (dsr[j] - Di) * g.scale;  // dS_ij, times the scale of S

@@ -210,12 +210,8 @@ WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t
     }
 }
 
-// exp for the softmax and GELU, both of a number at most 0: the kernel's own,
-// wb::fast_exp_nonpositive (workbook/fast_exp.hpp).
-WB_DECODE_INLINE float exp_poly(float x) { return fast_exp_nonpositive(x); }
-
 // GELU, the exact form 0.5 x (1 + erf(x / √2)), erf by Abramowitz & Stegun 7.1.26 (absolute
-// error below 1.5e-7) with exp_poly.
+// error below 1.5e-7), exp by the kernel's own wb::fast_exp_nonpositive (-z² is at most 0).
 WB_DECODE_INLINE float gelu_poly(float x) {
     const float z = x * 0.70710678118654752f;
     const float az = z < 0.0f ? -z : z;
@@ -225,7 +221,7 @@ WB_DECODE_INLINE float gelu_poly(float x) {
     p = p * t + 1.421413741f;
     p = p * t - 0.284496736f;
     p = p * t + 0.254829592f;
-    const float e = 1.0f - p * t * exp_poly(-az * az);  // erf(|z|)
+    const float e = 1.0f - p * t * fast_exp_nonpositive(-az * az);  // erf(|z|)
     const float erf_z = z < 0.0f ? -e : e;
     return 0.5f * x * (1.0f + erf_z);
 }
@@ -280,7 +276,7 @@ WB_DECODE_CLONES void attend(const float* q, const float* kt, const float* v, st
     float m = s[0];
     for (std::size_t j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
 #pragma omp simd
-    for (std::size_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - m);
+    for (std::size_t j = 0; j < n; ++j) s[j] = fast_exp_nonpositive(s[j] - m);  // s - max <= 0
     // The sum in 16 lanes, then the lanes in order, then the tail: an order set by n alone.
     Lanes total = {};
     std::size_t j = 0;
