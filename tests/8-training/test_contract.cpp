@@ -77,8 +77,9 @@ bool same_state(const AdamWState<float>& a, const AdamWState<float>& b) {
 // ---- layer_norm_backward: the eps it is given ---------------------------------------------------
 
 TEST_CASE("layer_norm_backward differentiates the LayerNorm of the eps it is given",
-          "[layer_norm_backward][layer_norm][backward][gradcheck][c:layer_norm_backward.eps-used]"
-          "[c:layer_norm_backward.gradients][c:layer_norm_backward.dx-assigned]") {
+          "[layer_norm_backward][layer_norm][backward][gradcheck]"
+          "[c:layer_norm_backward.eps-used][c:layer_norm_backward.gradients]"
+          "[c:layer_norm_backward.dx-assigned]") {
     // Rows of small spread (x scaled by 0.3), so that eps = 0.5 weighs as much as the variance:
     // a backward that keeps 1e-5 (or the model's kGptLayerNormEps) is off by ~0.1 here.
     const double eps = GENERATE(0.5, 1e-2, 1e-5);
@@ -242,7 +243,8 @@ TEST_CASE("adamw_step refuses every bad hyper-parameter before changing params o
             CHECK(same_state(state, s_before));
             CHECK(wbtest::identical(p, p_before));
         }
-        for (const std::int64_t step : {std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()}) {
+        for (const std::int64_t step :
+             {std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()}) {
             AdamWState<float> s = state;
             s.step = step;
             const AdamWState<float> s_copy = s;
@@ -310,8 +312,9 @@ TEST_CASE("save_checkpoint keeps the training step and AdamW's step apart",
     const std::string path = temp_path("steps");
     wb::save_checkpoint(path, c, p, &state, progress);
     const Bytes b = read_bytes(path);
-    INFO("the training step is the i64 at byte 60, AdamW's step the i64 right after the "
-         "tensors, at byte 20 + 1050 = 1070 (checkpoint.hpp's table)");
+    INFO(
+        "the training step is the i64 at byte 60, AdamW's step the i64 right after the "
+        "tensors, at byte 20 + 1050 = 1070 (checkpoint.hpp's table)");
     REQUIRE(b.size() == 1790);
     CHECK(le_i64(b, 60) == progress);
     CHECK(le_i64(b, 1070) == 2);

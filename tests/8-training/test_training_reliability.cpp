@@ -22,7 +22,7 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 }  // namespace
 
 TEST_CASE("layer_norm_backward takes chapter 7's rule for eps: > 0 and finite",
-          "[layer_norm][errors][c:layer_norm_backward.bad-eps]") {
+          "[layer_norm_backward][layer_norm][errors][c:layer_norm_backward.bad-eps]") {
     const wb::Mat<float> x = wbtest::randn<wb::Mat<float>>({2, 4}, 3);
     const wb::Vec<float> g = xt::ones<float>({4});
     wb::Mat<float> dx;
@@ -36,7 +36,8 @@ TEST_CASE("layer_norm_backward takes chapter 7's rule for eps: > 0 and finite",
 }
 
 TEST_CASE("adamw_step refuses infinite hyper-parameters and a step count that would overflow",
-          "[adamw][errors][c:adamw_step.bad-config][c:adamw_step.bad-step][c:adamw_step.checked-first]") {
+          "[adamw_step][adamw][errors][c:adamw_step.bad-config][c:adamw_step.bad-step]"
+          "[c:adamw_step.checked-first]") {
     const wb::GptConfig c{5, 4, 8, 2, 1};
     wb::GptParams<float> p = wb::init_gpt<float>(c, 1);
     const wb::GptParams<float> before = p;
@@ -67,7 +68,8 @@ TEST_CASE("adamw_step refuses infinite hyper-parameters and a step count that wo
     CHECK(unchanged);
 }
 
-TEST_CASE("init_gpt refuses a config whose tensors overflow", "[init_gpt][errors][c:init_gpt.too-large]") {
+TEST_CASE("init_gpt refuses a config whose tensors overflow",
+          "[init_gpt][errors][c:init_gpt.too-large]") {
     const std::size_t big = std::size_t(1) << 32;
     WB_CHECK_THROWS(wb::ShapeError, wb::init_gpt<float>(wb::GptConfig{big, 4, big, 1, 1}, 1),
                     "V x D = 2^64 wraps around size_t", "wb::init_gpt", "2^48");
@@ -76,7 +78,8 @@ TEST_CASE("init_gpt refuses a config whose tensors overflow", "[init_gpt][errors
                     "4 D x D wraps around", "wb::init_gpt", "2^48");
 }
 
-TEST_CASE("gpt_backward checks the cache's shapes before reading it", "[gpt_backward][errors][c:gpt_backward.cache-shapes]") {
+TEST_CASE("gpt_backward checks the cache's shapes before reading it",
+          "[gpt_backward][errors][c:gpt_backward.cache-shapes]") {
     const wb::GptConfig c{7, 4, 8, 2, 1};
     const wb::GptParams<float> p = wb::init_gpt<float>(c, 1);
     wb::TokenIds x = wb::TokenIds::from_shape({2, 3}), y = wb::TokenIds::from_shape({2, 3});
@@ -113,7 +116,8 @@ TEST_CASE("gpt_backward checks the cache's shapes before reading it", "[gpt_back
 }
 
 TEST_CASE("load_checkpoint refuses devices, FIFOs and directories before reading them",
-          "[checkpoint][errors][c:load_checkpoint.regular-file-only][c:load_checkpoint.cannot-open]") {
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.regular-file-only]"
+          "[c:load_checkpoint.cannot-open]") {
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint("/dev/zero"),
                     "/dev/zero never ends: refuse a file that is not a regular one",
                     "wb::load_checkpoint", "/dev/zero", "cannot open");

@@ -138,8 +138,10 @@ void save_checkpoint(const std::string& path, const GptConfig& config,
     }
     if (optimizer != nullptr) {
         payload.u(static_cast<std::uint64_t>(optimizer->step), 8);
-        for (const Vec<float>& m : optimizer->m) for (float x : m) payload.f(x);
-        for (const Vec<float>& v : optimizer->v) for (float x : v) payload.f(x);
+        for (const Vec<float>& m : optimizer->m)
+            for (float x : m) payload.f(x);
+        for (const Vec<float>& v : optimizer->v)
+            for (float x : v) payload.f(x);
     }
     Bytes file;
     file.out.assign(kCheckpointMagic, kCheckpointMagic + 8);
@@ -182,10 +184,12 @@ Checkpoint load_checkpoint(const std::string& path) {
     if (!is) throw FileError(where + ": cannot open");
     std::vector<unsigned char> bytes(static_cast<std::size_t>(std::min<std::uintmax_t>(size, 20)));
     is.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (static_cast<std::size_t>(is.gcount()) != bytes.size()) throw FileError(where + ": cannot open (read failed)");
+    if (static_cast<std::size_t>(is.gcount()) != bytes.size())
+        throw FileError(where + ": cannot open (read failed)");
 
     const std::size_t have = bytes.size();
-    if (have == 0 || std::memcmp(bytes.data(), kCheckpointMagic, std::min<std::size_t>(have, 8)) != 0) {
+    if (have == 0 ||
+        std::memcmp(bytes.data(), kCheckpointMagic, std::min<std::size_t>(have, 8)) != 0) {
         throw FileError(where + ": not a workbook checkpoint");
     }
     if (have < 20) throw FileError(where + ": truncated at byte " + std::to_string(size));
@@ -266,13 +270,13 @@ Checkpoint load_checkpoint(const std::string& path) {
     const auto expected = layout(config);
     if (entries.size() != expected.size()) {
         throw FileError(where + ": holds " + std::to_string(entries.size()) +
-                        " tensors, expected " + std::to_string(expected.size()) +
-                        " for config " + config_str(config));
+                        " tensors, expected " + std::to_string(expected.size()) + " for config " +
+                        config_str(config));
     }
     for (std::size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].name != expected[i].first || entries[i].dims != expected[i].second) {
-            throw FileError(where + ": tensor '" + entries[i].name + "' " + shape_str(entries[i].dims) +
-                            ", expected '" + expected[i].first + "' " +
+            throw FileError(where + ": tensor '" + entries[i].name + "' " +
+                            shape_str(entries[i].dims) + ", expected '" + expected[i].first + "' " +
                             shape_str(expected[i].second));
         }
     }

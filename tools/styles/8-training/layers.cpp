@@ -38,9 +38,8 @@ std::size_t count_valid(const char* fn, const Mat<Real>& logits,
         if (t == ignore_index) continue;
         if (t < 0 || static_cast<std::uint64_t>(t) >= V) {
             throw ValueError(std::string(fn) + ": row " + std::to_string(n) + " has target " +
-                             std::to_string(t) + "; a target must lie in [0, " +
-                             std::to_string(V) + ") or be ignore_index " +
-                             std::to_string(ignore_index));
+                             std::to_string(t) + "; a target must lie in [0, " + std::to_string(V) +
+                             ") or be ignore_index " + std::to_string(ignore_index));
         }
         ++valid;
     }
@@ -99,8 +98,9 @@ void layer_norm_backward(const Mat<Real>& dy, const Mat<Real>& x, const Vec<Real
         throw ValueError(text.str());
     }
     const std::size_t N = x.shape()[0], D = x.shape()[1];
-    if (D == 0) throw ShapeError(std::string(fn) + ": x has shape " + shape_str(x.shape()) +
-                                 ", D must be at least 1");
+    if (D == 0)
+        throw ShapeError(std::string(fn) + ": x has shape " + shape_str(x.shape()) +
+                         ", D must be at least 1");
     want(fn, "dy", dy, {N, D});
     want(fn, "gamma", gamma, {D});
     want(fn, "dgamma", dgamma, {D});
@@ -142,7 +142,8 @@ Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x) {
     auto pg = dy.begin();
     for (auto out = dx.begin(); out != dx.end(); ++out, ++px, ++pg) {
         const double v = double(*px);
-        const double slope = 0.5 * (1.0 + std::erf(v * inv_sqrt2)) + v * inv_sqrt2pi * std::exp(-0.5 * v * v);
+        const double slope =
+            0.5 * (1.0 + std::erf(v * inv_sqrt2)) + v * inv_sqrt2pi * std::exp(-0.5 * v * v);
         *out = static_cast<Real>(double(*pg) * slope);
     }
     return dx;
@@ -170,7 +171,8 @@ void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, co
                     double da = 0.0;
                     for (std::size_t c = 0; c < d; ++c) {
                         da += double(dout(b, h, i, c)) * double(v(b, h, j, c));
-                        gv(b, h, j, c) += static_cast<Real>(double(weights(b, h, i, j)) * double(dout(b, h, i, c)));
+                        gv(b, h, j, c) += static_cast<Real>(double(weights(b, h, i, j)) *
+                                                            double(dout(b, h, i, c)));
                     }
                     ds[j] = da;
                     dot += da * double(weights(b, h, i, j));
@@ -199,7 +201,8 @@ Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base)
                          ", its last axis d must be even");
     }
     if (offset < 0) {
-        throw ValueError(std::string(fn) + ": offset " + std::to_string(offset) + " is negative, need >= 0");
+        throw ValueError(std::string(fn) + ": offset " + std::to_string(offset) +
+                         " is negative, need >= 0");
     }
     if (!(base > Real(1))) {
         std::ostringstream text;
@@ -212,7 +215,8 @@ Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base)
         const double p = double(offset) + double(t);
         for (std::size_t i = 0; i < d / 2; ++i) {
             const double angle = p * std::pow(double(base), -2.0 * double(i) / double(d));
-            const Real c = static_cast<Real>(std::cos(angle)), sn = static_cast<Real>(std::sin(angle));
+            const Real c = static_cast<Real>(std::cos(angle)),
+                       sn = static_cast<Real>(std::sin(angle));
             for (std::size_t b = 0; b < B; ++b) {
                 for (std::size_t h = 0; h < H; ++h) {
                     const Real g0 = dy(b, h, t, 2 * i), g1 = dy(b, h, t, 2 * i + 1);
@@ -250,7 +254,8 @@ void embedding_backward(const TokenIds& ids, const Mat<Real>& dout, Mat<Real>& d
 template <class Real>
 Real cross_entropy_forward(const Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                            std::int64_t ignore_index) {
-    const std::size_t valid = count_valid("wb::cross_entropy_forward", logits, targets, ignore_index);
+    const std::size_t valid =
+        count_valid("wb::cross_entropy_forward", logits, targets, ignore_index);
     if (valid == 0) return Real(0);
     const std::size_t N = logits.shape()[0], V = logits.shape()[1];
     double total = 0.0;
@@ -275,7 +280,8 @@ Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
         const Real* z = logits.data() + n * V;
         const double lse = row_lse(z, V);
         for (std::size_t j = 0; j < V; ++j) {
-            const double p = std::exp(double(z[j]) - lse) - (std::int64_t(j) == targets(n) ? 1.0 : 0.0);
+            const double p =
+                std::exp(double(z[j]) - lse) - (std::int64_t(j) == targets(n) ? 1.0 : 0.0);
             g(n, j) = static_cast<Real>(p / double(valid));
         }
     }

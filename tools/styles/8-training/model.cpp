@@ -47,16 +47,15 @@ void check_inputs(const char* fn, const GptParams<float>& p, const GptConfig& c,
     }
     const std::size_t T = inputs.shape()[1];
     if (T > c.T_max) {
-        throw ValueError(std::string(fn) + ": T = " + num(T) + " tokens exceeds T_max = " +
-                         num(c.T_max));
+        throw ValueError(std::string(fn) + ": T = " + num(T) +
+                         " tokens exceeds T_max = " + num(c.T_max));
     }
     for (std::size_t b = 0; b < inputs.shape()[0]; ++b) {
         for (std::size_t t = 0; t < T; ++t) {
             const std::int64_t id = inputs(b, t);
             if (id < 0 || static_cast<std::uint64_t>(id) >= c.V) {
                 throw ValueError(std::string(fn) + ": inputs[" + num(b) + ", " + num(t) +
-                                 "] = " + std::to_string(id) + " is outside [0, " + num(c.V) +
-                                 ")");
+                                 "] = " + std::to_string(id) + " is outside [0, " + num(c.V) + ")");
             }
         }
     }
@@ -130,8 +129,8 @@ GptParams<Real> init_gpt(const GptConfig& config, std::uint64_t seed) {
     p.wpe = Mat<Real>::from_shape({P, D});
     p.blocks.resize(config.L);
     for (GptBlock<Real>& b : p.blocks) {
-        for (Vec<Real>* v : {&b.ln1_g, &b.ln1_b, &b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln2_g,
-                             &b.ln2_b, &b.b_proj}) {
+        for (Vec<Real>* v :
+             {&b.ln1_g, &b.ln1_b, &b.b_q, &b.b_k, &b.b_v, &b.b_o, &b.ln2_g, &b.ln2_b, &b.b_proj}) {
             *v = Vec<Real>::from_shape({D});
         }
         for (Mat<Real>* m : {&b.w_q, &b.w_k, &b.w_v, &b.w_o}) *m = Mat<Real>::from_shape({D, D});
@@ -191,7 +190,8 @@ template <class P, class Ref>
 std::vector<Ref> walk(P& params) {
     std::vector<Ref> refs;
     auto add = [&refs](std::string name, auto& t) {
-        refs.push_back(Ref{std::move(name), t.data(), t.size(), Shape(t.shape().begin(), t.shape().end())});
+        refs.push_back(
+            Ref{std::move(name), t.data(), t.size(), Shape(t.shape().begin(), t.shape().end())});
     };
     add("wte", params.wte);
     add("wpe", params.wpe);
@@ -260,10 +260,9 @@ float gpt_forward(const GptParams<float>& params, const GptConfig& config, const
         for (std::size_t t = 0; t < T; ++t) {
             const std::int64_t y = targets(b, t);
             if (y != ignore_index && (y < 0 || static_cast<std::uint64_t>(y) >= config.V)) {
-                throw ValueError(std::string(fn) + ": targets[" + num(b) + ", " + num(t) +
-                                 "] = " + std::to_string(y) + " is neither in [0, " +
-                                 num(config.V) + ") nor ignore_index " +
-                                 std::to_string(ignore_index));
+                throw ValueError(std::string(fn) + ": targets[" + num(b) + ", " + num(t) + "] = " +
+                                 std::to_string(y) + " is neither in [0, " + num(config.V) +
+                                 ") nor ignore_index " + std::to_string(ignore_index));
             }
             flat(b * T + t) = y;
         }
@@ -306,7 +305,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
         }
         cache_shape("cache fc", a.fc, {N, 4 * D});
         cache_shape("cache fc_gelu", a.fc_gelu, {N, 4 * D});
-        for (const Heads<float>* h : {&a.q, &a.k, &a.v}) cache_shape("cache q/k/v", *h, {B, H, T, d});
+        for (const Heads<float>* h : {&a.q, &a.k, &a.v})
+            cache_shape("cache q/k/v", *h, {B, H, T, d});
         cache_shape("cache att", a.att, {B, H, T, T});
     }
     cache_shape("cache x_final", cache.x_final, {N, D});
@@ -315,7 +315,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
 
     const float eps = static_cast<float>(kGptLayerNormEps);
     Vec<float> no_bias = Vec<float>::from_shape({0});
-    const Mat<float> dlogits = cross_entropy_backward(cache.logits, cache.targets, cache.ignore_index);
+    const Mat<float> dlogits =
+        cross_entropy_backward(cache.logits, cache.targets, cache.ignore_index);
     Mat<float> dh, dx;
     linear_backward(dlogits, cache.ln_f, params.lm_head, dh, grads.lm_head, no_bias);
     layer_norm_backward(dh, cache.x_final, params.ln_f_g, eps, dx, grads.ln_f_g, grads.ln_f_b);

@@ -25,10 +25,14 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
                 const AdamWConfig& config) {
     const char* fn = "wb::adamw_step";
     // Betas first, then the rest: the header leaves the order free.
-    if (!(config.beta1 >= 0.0f && config.beta1 < 1.0f)) refuse("beta1", config.beta1, "need [0, 1)");
-    if (!(config.beta2 >= 0.0f && config.beta2 < 1.0f)) refuse("beta2", config.beta2, "need [0, 1)");
-    if (!(config.lr > 0.0f) || std::isinf(config.lr)) refuse("lr", config.lr, "need a finite lr > 0");
-    if (!(config.eps > 0.0f) || std::isinf(config.eps)) refuse("eps", config.eps, "need a finite eps > 0");
+    if (!(config.beta1 >= 0.0f && config.beta1 < 1.0f))
+        refuse("beta1", config.beta1, "need [0, 1)");
+    if (!(config.beta2 >= 0.0f && config.beta2 < 1.0f))
+        refuse("beta2", config.beta2, "need [0, 1)");
+    if (!(config.lr > 0.0f) || std::isinf(config.lr))
+        refuse("lr", config.lr, "need a finite lr > 0");
+    if (!(config.eps > 0.0f) || std::isinf(config.eps))
+        refuse("eps", config.eps, "need a finite eps > 0");
     if (!(config.weight_decay >= 0.0f) || std::isinf(config.weight_decay)) {
         refuse("weight_decay", config.weight_decay, "need a finite weight_decay >= 0");
     }
@@ -53,8 +57,8 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
     if (!fresh) {
         if (state.m.size() != p.size() || state.v.size() != p.size()) {
             throw ShapeError(std::string(fn) + ": state holds " + std::to_string(state.m.size()) +
-                             " m and " + std::to_string(state.v.size()) + " v tensors, params has " +
-                             std::to_string(p.size()));
+                             " m and " + std::to_string(state.v.size()) +
+                             " v tensors, params has " + std::to_string(p.size()));
         }
         for (std::size_t i = 0; i < p.size(); ++i) {
             if (state.m[i].size() != p[i].size || state.v[i].size() != p[i].size) {
