@@ -21,7 +21,7 @@
 // acc(16 outputs) += panel[i] · x[i] for i = 0 .. in-1, one vector multiply-add per input, the
 // panels 8 at a time for independent chains. Each output's sum has the same order whoever
 // computes it, so the thread count never changes a bit.
-#include "capstone/minigpt/gpt_decode.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
 
 #include <omp.h>
 
@@ -36,9 +36,9 @@
 #include <utility>
 
 #include "8-training/layers.hpp"
-#include "capstone/minigpt/rope_tables.hpp"
+#include "minigpt/fast/rope_tables.hpp"
 #include "workbook/core.hpp"
-#include "workbook/fast_exp.hpp"
+#include "workbook/fast_math.hpp"
 
 // -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
 // SIMD selects (nothing here reads the floating-point exception flags).
@@ -210,26 +210,10 @@ WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t
     }
 }
 
-// GELU, the exact form 0.5 x (1 + erf(x / √2)), erf by Abramowitz & Stegun 7.1.26 (absolute
-// error below 1.5e-7), exp by the kernel's own wb::fast_exp_nonpositive (-z² is at most 0).
-WB_DECODE_INLINE float gelu_poly(float x) {
-    const float z = x * 0.70710678118654752f;
-    const float az = z < 0.0f ? -z : z;
-    const float t = 1.0f / (1.0f + 0.3275911f * az);
-    float p = 1.061405429f;
-    p = p * t - 1.453152027f;
-    p = p * t + 1.421413741f;
-    p = p * t - 0.284496736f;
-    p = p * t + 0.254829592f;
-    const float e = 1.0f - p * t * fast_exp_nonpositive(-az * az);  // erf(|z|)
-    const float erf_z = z < 0.0f ? -e : e;
-    return 0.5f * x * (1.0f + erf_z);
-}
-
-// y[r] = GELU(y[r] + b[r]) for r in [r0, r1).
-WB_DECODE_CLONES void bias_gelu(float* y, const float* b, std::size_t r0, std::size_t r1) {
-#pragma omp simd
-    for (std::size_t r = r0; r < r1; ++r) y[r] = gelu_poly(y[r] + b[r]);
+// y[r] = GELU(y[r] + b[r]) for r in [r0, r1): the trainer's own GELU (workbook/fast_math.hpp),
+// so a model decodes with the numbers it was trained with.
+void bias_gelu(float* y, const float* b, std::size_t r0, std::size_t r1) {
+    wb::gelu_bias_row(y + r0, nullptr, b + r0, r1 - r0);
 }
 
 // LayerNorm of one row of D: y = (x − mean) · rstd · g + b, variance with correction 0.
