@@ -86,7 +86,8 @@ def select(chapters, names):
     chosen = []
     for name in names:
         text = str(name).strip().lower()
-        found = [c for c in chapters if text in (c.label.lower(), c.number.lower(), c.folder.lower())]
+        found = [c for c in chapters
+                 if text in (c.label.lower(), c.number.lower(), c.folder.lower())]
         if not found:
             raise WorkbookError(f"unknown chapter '{name}'; known: "
                                 + ", ".join(c.number for c in chapters))
@@ -216,6 +217,10 @@ def read_contract(root=ROOT, names=None, extra=None):
     return Contract(chosen, clauses, checks, unknown, duplicates, problems)
 
 
+def plural(n, word):
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
 def cut(text, width=WIDTH):
     return text if len(text) <= width else text[:width - 1] + "…"
 
@@ -229,7 +234,8 @@ def contract_lines(contract):
         tagged = sum(1 for k in contract.checks if k["chapter"] == chapter.label and k["clauses"])
         count = sum(1 for k in contract.checks if k["chapter"] == chapter.label)
         total, proven = total + len(clauses), proven + done
-        out.append(f"{chapter.label} (chapters/{chapter.folder}): {len(clauses)} clauses, "
+        out.append(f"{chapter.label} (chapters/{chapter.folder}): "
+                   f"{plural(len(clauses), 'clause')}, "
                    f"{done} with a check, {len(clauses) - done} without; "
                    f"{tagged} of {count} checks name a clause")
         for clause in clauses:
@@ -239,7 +245,8 @@ def contract_lines(contract):
                 out.append(cut(f"      ✓ {check['file']}:{check['line']}  {check['name']}"))
             if not clause.checks:
                 out.append("      ✗ no check names this clause")
-    out.append(f"in all: {total} clauses, {proven} with a check, {total - proven} without")
+    out.append(f"in all: {plural(total, 'clause')}, {proven} with a check, "
+               f"{total - proven} without")
     return out
 
 
@@ -257,21 +264,23 @@ def problem_lines(contract):
     return out + contract.problems
 
 
-def contract_json(contract):
+def contract_json(contract, root=ROOT):
     return {
         "chapters": [{"label": c.label, "folder": c.folder,
-                      "headers": [rel(h, ROOT) for h in c.headers],
+                      "headers": [rel(h, root) for h in c.headers],
                       "clauses": [asdict(k) for k in contract.clauses[c.label]]}
                      for c in contract.chapters],
-        "checks": contract.checks,
+        "checks": [k for k in contract.checks
+                   if k["chapter"] in {c.label for c in contract.chapters}],
         "problems": problem_lines(contract),
     }
 
 
 def cmd_contract(args):
-    contract = read_contract(ROOT, args.chapters, args.extra_tests)
+    root = Path(getattr(args, "root", None) or ROOT)
+    contract = read_contract(root, args.chapters, args.extra_tests)
     if args.json:
-        print(json.dumps(contract_json(contract), indent=1, ensure_ascii=False))
+        print(json.dumps(contract_json(contract, root), indent=1, ensure_ascii=False))
     else:
         for line in contract_lines(contract):
             print(line)

@@ -37,30 +37,26 @@ def _literal_starts(text, i):
         re.match(r'(?:u8|[uUL])?R"', text[i:i + 4]) is not None
 
 
-def blank_comments(text):
+_TOKENS = re.compile(
+    r'(?P<raw>(?<![\w])(?:u8|[uUL])?R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)")'
+    r'|(?P<string>"(?:[^"\\\n]|\\.)*"?)'
+    r"|(?P<char>(?<![\w])'(?:[^'\\\n]|\\.)*'?)"
+    r"|(?P<line>//[^\n]*)"
+    r"|(?P<block>/\*.*?(?:\*/|\Z))", re.S)
+
+
+def blank_comments(text, literals=False):
     """TEXT with every comment replaced by spaces (newlines kept, so offsets and line numbers
-    stay), string and character literals untouched."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif c == "/" and text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif _literal_starts(text, i):
-            j = _skip_literal(text, i)
-            out.append(text[i:j])
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    stay), string and character literals untouched (or, with LITERALS, their insides blanked
+    too: for finding a macro's name only where it is code)."""
+    def blank(m):
+        token = m.group(0)
+        if m.group("line") is not None or m.group("block") is not None:
+            return re.sub(r"[^\n]", " ", token)
+        if literals and len(token) >= 2:
+            return token[0] + re.sub(r"[^\n]", " ", token[1:-1]) + token[-1]
+        return token
+    return _TOKENS.sub(blank, text)
 
 
 def split_args(text, start):
@@ -90,8 +86,8 @@ def split_args(text, start):
     return [(o, a.strip()) for o, a in args], len(text)
 
 
-_LITERAL = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\((.*?)\)\1"|(?:u8|[uUL])?"((?:[^"\\\n]|\\.)*)"',
-                      re.S)
+_LITERAL = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\((.*?)\)\1"'
+                      r'|(?:u8|[uUL])?"((?:[^"\\\n]|\\.)*)"', re.S)
 
 
 def unescape(body):
@@ -253,7 +249,7 @@ def test_cases(path_name, text, code=None):
     """The TEST_CASEs of a test file, with their tags, in order (each up to the next one)."""
     code = blank_comments(text) if code is None else code
     out = []
-    for m in re.finditer(r"\bTEST_CASE\s*\(", code):
+    for m in re.finditer(r"\bTEST_CASE\s*\(", blank_comments(code, literals=True)):
         args, _ = split_args(code, m.end())
         name = literal(args[0][1]) if args else None
         tags_text = (literal(args[1][1]) if len(args) > 1 else "") or ""

@@ -21,9 +21,9 @@ mistake (tools/mutants/signatures.json) whose banner the screen would show for c
 fail only on a message's wording is flagged.
 """
 
+import functools
 import json
 import re
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -71,13 +71,13 @@ class Requirement:
     why: str = ""                    # set when the requirement cannot be compared
 
 
-def throws_index(chapters):
+def throws_index(chapters, root=ROOT):
     """function name -> Throws: every @throws of every chapter header (overloads and members
     of the same name joined)."""
     index = {}
     for chapter in chapters:
         for header in chapter.headers:
-            name = rel(header, ROOT) if Path(header).is_absolute() else str(header)
+            name = rel(header, root)
             for block in doc_blocks(name, Path(header).read_text(encoding="utf-8")):
                 if not block.name:
                     continue
@@ -141,9 +141,10 @@ def requirements(path, root=ROOT, known=()):
     def case_at(offset):
         return next((c.name for c in reversed(cases) if c.start <= offset), "")
 
+    bare = blank_comments(code, literals=True)
     out, used = [], []
     for m in re.finditer(r"\b(WB_CHECK_THROWS|(?:CHECK|REQUIRE)_THROWS_(?:WITH|MATCHES))\s*\(",
-                         code):
+                         bare):
         if re.match(r"\s*#\s*define", code[code.rfind("\n", 0, m.start()) + 1:m.start()]):
             continue
         args, end = split_args(code, m.end())
@@ -160,7 +161,7 @@ def requirements(path, root=ROOT, known=()):
             facts = _matcher_facts(args[2][1]) if len(args) > 2 else []
         out.append(Requirement(name, line_of(code, m.start()), macro, " ".join(call.split()),
                                _function(call, facts, known), facts, case_at(m.start())))
-    for m in re.finditer(r"\.what\s*\(\s*\)|\bmessage_names\s*\(", code):
+    for m in re.finditer(r"\.what\s*\(\s*\)|\bmessage_names\s*\(", bare):
         if any(a <= m.start() <= b for a, b in used):
             continue
         if re.match(r"\s*#\s*define", code[code.rfind("\n", 0, m.start()) + 1:m.start()]):
@@ -172,6 +173,22 @@ def requirements(path, root=ROOT, known=()):
     return out
 
 
+NOT_A_VALUE = {"the", "a", "an", "and", "or", "its", "both", "only", "function", "wb", "it",
+               "which", "what", "is", "wrong", "says", "that"}
+
+
+def names_more_than_the_function(throws_text, function):
+    """True when a "names ..." of THROWS_TEXT lists something besides the function ("names D
+    and H", "names the function and the offending size"), not for "names \"wb::greedy\""."""
+    for m in re.finditer(r"\b(?:names?|naming)\b([^();.]*?)(?=\b(?:if|when|for)\b|[();.]|$)",
+                         throws_text):
+        words = {w.lower() for w in re.findall(r"[A-Za-z_]\w*", m.group(1))}
+        if words - NOT_A_VALUE - {function.lower()}:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=None)
 def _words(text):
     words = set()
     for w in WORD.findall(text):
@@ -187,12 +204,13 @@ def unstated(fact, function, throws_text, call):
     nor the function's name or the CALL's offending values account for."""
     fact = re.sub(r"‹[^›]*›", " ", fact)        # values computed by the check: the call's
     said_words = _words(throws_text)
-    said_numbers = set(NUMBER.findall(throws_text))
-    call_numbers = NUMBER.findall(re.sub(r"\w*[A-Za-z_]\d\w*", " ", call))
+    said_numbers = {float(n) for n in NUMBER.findall(throws_text)}
+    call_numbers = {float(n) for n in NUMBER.findall(re.sub(r"\w*[A-Za-z_]\d\w*", " ", call))}
     call_words = _words(" ".join(t for is_lit, t in pieces(call) if is_lit))
-    names_values = bool(VALUE_WORDS.search(throws_text) or re.search(r"\d|`", throws_text))
-    def number_stated(n):
-        return names_values or n in said_numbers or n in call_numbers
+    names_values = bool(VALUE_WORDS.search(throws_text) or "`" in throws_text
+                        or names_more_than_the_function(throws_text, function))
+    def number_stated(n):          # numbers compare as numbers: 1 is 1.0
+        return names_values or float(n) in said_numbers or float(n) in call_numbers
 
     out = []
     for g in GROUP.finditer(fact):
@@ -201,12 +219,13 @@ def unstated(fact, function, throws_text, call):
             if not number_stated(numbers[0]):
                 out.append(g.group(0))
             continue
-        in_call = numbers and all(n in call_numbers for n in numbers)
+        in_call = all(float(n) in call_numbers for n in numbers)
         if not (SHAPE_WORDS.search(throws_text) or in_call):
             out.append(g.group(0))
     rest = GROUP.sub(" ", fact)
     for w in WORD.findall(rest):
-        if len(w) < 2 or w.split("::")[-1] == function or w in f"wb::{function}":
+        if len(w) < 2 or w.split("::")[-1] == function or \
+                (w.startswith("wb::") and f"wb::{function}".startswith(w)):
             continue
         if w.lower() in VALUE_NAMES:
             if not names_values:
@@ -310,7 +329,8 @@ def tie_notes(signatures_path, labels=None):
     for name, sig in signatures.items():
         if labels and sig.get("label") not in labels:
             continue
-        groups.setdefault((sig.get("label"), tuple(sorted(sig.get("failing", [])))), []).append(name)
+        key = (sig.get("label"), tuple(sorted(sig.get("failing", []))))
+        groups.setdefault(key, []).append(name)
     return [(label, names) for (label, _), names in sorted(groups.items()) if len(names) > 1]
 
 
@@ -320,7 +340,7 @@ def tie_notes(signatures_path, labels=None):
 def read_all(root=ROOT, names=None, extra=None):
     every = find_chapters(root, extra)
     chosen = select(every, names)
-    index = throws_index(every)
+    index = throws_index(every, root)
     reqs = []
     for chapter in chosen:
         for path in chapter.tests:
@@ -329,12 +349,13 @@ def read_all(root=ROOT, names=None, extra=None):
 
 
 def cmd_messages(args):
-    from .screen import SIGNATURES
-    chosen, index, reqs = read_all(ROOT, args.chapters, args.extra_tests)
+    root = Path(getattr(args, "root", None) or ROOT)
+    chosen, index, reqs = read_all(root, args.chapters, args.extra_tests)
     flagged = compare(reqs, index)
     labels = {c.label for c in chosen}
-    banners = wording_banners(SIGNATURES, labels)
-    ties = tie_notes(SIGNATURES, labels)
+    signatures = root / "tools" / "mutants" / "signatures.json"
+    banners = wording_banners(signatures, labels)
+    ties = tie_notes(signatures, labels)
     if args.json:
         print(json.dumps({"requirements": [asdict(r) for r in reqs],
                           "flagged": [f"{r.file}:{r.line}" for r in flagged],
