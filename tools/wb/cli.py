@@ -9,6 +9,7 @@ from .bench import cmd_bench
 from .common import ROOT, WorkbookError
 from .contract import cmd_contract
 from .messages import cmd_messages
+from .tables import cmd_tables
 from .handout import cmd_handout, cmd_leaks
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
 from .learner import (cmd_check, cmd_hint, cmd_next, cmd_record, cmd_status, cmd_use,
@@ -168,6 +169,11 @@ def main(argv=None):
     p = verbs.add_parser("guides", help="check that each guide's Chinese edition has its structure")
     p.add_argument("--require-all", action="store_true", help="a missing README.zh.md is an error")
     p.set_defaults(func=cmd_guides)
+
+    p = verbs.add_parser("tables", help="check the chapter tables of README.md and README.zh.md "
+                         "against the build's chapters (course.json)")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "solutions"))
+    p.set_defaults(func=cmd_tables)
 
     p = verbs.add_parser("contract", help="every clause of the headers and the checks that "
                          "prove it", description="Lists, per chapter, every clause of its "
