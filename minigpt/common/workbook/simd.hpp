@@ -61,6 +61,7 @@ inline SimdLevel simd_level() {
 ///     WB_SIMD_DISPATCH(void, add, (float* y, const float* x, std::size_t n), (y, x, n))
 #define WB_SIMD_BODY inline __attribute__((always_inline))
 #ifdef WB_SIMD_X86
+/// The dispatcher of `WB_SIMD_BODY` functions (see above): three copies and a switch.
 #define WB_SIMD_DISPATCH(ret, name, params, args)                                   \
     WB_TARGET_AVX512 ret name##_avx512 params { return name##_body args; }           \
     WB_TARGET_AVX2 ret name##_avx2 params { return name##_body args; }               \
@@ -73,6 +74,7 @@ inline SimdLevel simd_level() {
         }                                                                            \
     }
 #else
+/// The dispatcher where no x86 paths exist: the body alone.
 #define WB_SIMD_DISPATCH(ret, name, params, args) \
     ret name params { return name##_body args; }
 #endif
