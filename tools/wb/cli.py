@@ -83,7 +83,7 @@ def main(argv=None):
                          "answers are folded in the guide. Language: --lang, else the progress "
                          "file's (workbook lang), else LANG=zh* chooses Chinese. Exit status 0 "
                          "when all are right.")
-    p.add_argument("chapter", help="3, chapter3 or capstone")
+    p.add_argument("chapter", help="3, chapter3, capstone, or experiments (docs/experiments.md)")
     p.add_argument("--only", nargs="*", metavar="ID", help="ask only these questions: 3 or Q3 "
                    "(\"Before you code\"), P2 (a prediction in the text)")
     p.add_argument("--list", action="store_true", help="list the questions and stop")

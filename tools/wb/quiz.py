@@ -46,7 +46,7 @@ TEXTS = {
         "not a number": "not a number: {text!r}",
         "summary": "{right} of {n} right",
         "skipped count": " ({skipped} skipped)",
-        "no chapter": "no chapter {text!r} (try 1 … 9 or capstone)",
+        "no chapter": "no chapter {text!r} (try 1 … 9, capstone or experiments)",
         "no guide": "{guide}: no such guide",
         "no questions": "{guide} has no numeric questions",
         "no such question": "no numeric question {only} in {folder}",
@@ -64,7 +64,7 @@ TEXTS = {
         "not a number": "不是数字：{text!r}",
         "summary": "答对 {right} / {n} 题",
         "skipped count": "（跳过 {skipped} 题）",
-        "no chapter": "没有第 {text!r} 章（可用 1 … 9 或 capstone）",
+        "no chapter": "没有第 {text!r} 章（可用 1 … 9、capstone 或 experiments）",
         "no guide": "{guide}：没有这份指南",
         "no questions": "{guide} 中没有数值题",
         "no such question": "{folder} 中没有数值题 {only}",
@@ -193,8 +193,22 @@ def precision_of(quiz, language):
     return precision_words(quiz, language) or say(language, "exact")
 
 
+# Guides with questions that are not a chapter's: `workbook quiz experiments`.
+PAGES = {"experiments": ROOT / "docs" / "experiments.md"}
+
+
+def guide_of(text):
+    """The English guide named TEXT: a chapter (see chapter_folder) or a page of PAGES."""
+    key = str(text).strip().lower()
+    if key in PAGES:
+        return PAGES[key]
+    return chapter_folder(text) / "README.md"
+
+
 def numeric_questions(folder, chinese=False):
-    guide = folder / ("README.zh.md" if chinese else "README.md")
+    """The numeric questions of the guide in FOLDER (a chapter's folder, or a guide's path)."""
+    english = folder if folder.suffix == ".md" else folder / "README.md"
+    guide = english.with_name(english.stem + ".zh.md") if chinese else english
     language = "zh" if chinese else "en"
     if not guide.exists():
         raise WorkbookError(say(language, "no guide", guide=guide.relative_to(ROOT)))
@@ -217,7 +231,8 @@ def wrap(text, width=96):
     for token in tokens:
         if token.isspace():
             token = " "
-        if line and display_width(line + token.rstrip()) > width:
+        closing = token in "，。？！：；）、》」』,.;:!?)"  # never at the start of a line
+        if line and display_width(line + token.rstrip()) > width and not closing:
             lines.append(line.rstrip())
             line = "" if token == " " else token
         else:
@@ -304,21 +319,22 @@ def quiz_language(choice=None):
 
 def cmd_quiz(args):
     language = quiz_language(getattr(args, "lang", None) or ("zh" if args.zh else None))
-    folder = chapter_folder(args.chapter)
-    qs = numeric_questions(folder, chinese=language == "zh")
+    guide = guide_of(args.chapter)
+    name = guide.parent.name if guide.name == "README.md" else guide.stem
+    qs = numeric_questions(guide, chinese=language == "zh")
     if args.only:
         wanted = {str(x).strip().upper() for x in args.only}
         wanted |= {"Q" + x for x in wanted if x.isdigit()}
         qs = [q for q in qs if q["id"] in wanted]
         if not qs:
             raise WorkbookError(say(language, "no such question", only=" ".join(args.only),
-                                    folder=folder.name))
+                                    folder=name))
     if args.list:
         for q in qs:
             print(question_text(q))
             print(f"  → {precision_of(q['quiz'], language)}\n")
         return 0
-    print(say(language, "header", folder=folder.name, n=len(qs)))
+    print(say(language, "header", folder=name, n=len(qs)))
     interactive = sys.stdin.isatty()
     right, asked = ask(qs, read=input if interactive else _reader(sys.stdin), language=language)
     print("\n" + say(language, "summary", right=right, n=len(qs))
