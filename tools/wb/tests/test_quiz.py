@@ -338,6 +338,18 @@ class GuideCheckTest(unittest.TestCase):
         self.assertEqual(forbidden_terms("关键在于得分、Mask、Query 和 Key。`掩码`\n"), [])
         self.assertEqual(check_pair(GUIDE, CHINESE + "掩码\n", terms=False), [])
 
+    def test_the_experiments_page_passes(self):
+        """docs/experiments.md and its Chinese edition: the same structure and questions, and
+        `workbook quiz experiments` finds them."""
+        from wb.instructor import guide_structure
+        english = (ROOT / "docs" / "experiments.md").read_text()
+        chinese = (ROOT / "docs" / "experiments.zh.md").read_text()
+        self.assertEqual(check_pair(english, chinese), [])
+        self.assertEqual(guide_structure(english), guide_structure(chinese))
+        qs = numeric_questions(ROOT / "docs" / "experiments.md")
+        self.assertEqual([q["id"] for q in qs], ["P1", "P2", "P3", "P4", "P5", "P6"])
+        self.assertNotIn("RESULT_", english + chinese)
+
     def test_the_real_guides_pass(self):
         for english in sorted((ROOT / "chapters").glob("*/README.md")):
             chinese = english.with_name("README.zh.md")
