@@ -77,14 +77,22 @@ def main(argv=None):
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_hint)
 
-    p = verbs.add_parser("quiz", help="answer a chapter's numeric \"Before you code\" questions",
-                         description="Asks the numeric questions of CHAPTER's \"Before you code\" "
-                         "section one by one and checks each answer within its tolerance (the "
-                         "answers are folded in the guide). Exit status 0 when all are right.")
-    p.add_argument("chapter", help="3, chapter3 or capstone")
-    p.add_argument("--only", nargs="*", type=int, metavar="N", help="ask only question(s) N")
+    p = verbs.add_parser("quiz", help="answer a chapter's numeric questions (predictions and "
+                         "\"Before you code\")",
+                         description="Asks the numeric questions of CHAPTER's guide one by one "
+                         "(the predictions in the text, then \"Before you code\") and checks each "
+                         "answer to the precision the question states; a wrong answer gets a "
+                         "second try, and an answer rounded to fewer digits is asked again. The "
+                         "answers are folded in the guide. Language: --lang, else the progress "
+                         "file's (workbook lang), else LANG=zh* chooses Chinese. Exit status 0 "
+                         "when all are right.")
+    p.add_argument("chapter", help="3, chapter3, capstone, or experiments (docs/experiments.md)")
+    p.add_argument("--only", nargs="*", metavar="ID", help="ask only these questions: 3 or Q3 "
+                   "(\"Before you code\"), P2 (a prediction in the text)")
     p.add_argument("--list", action="store_true", help="list the questions and stop")
-    p.add_argument("--zh", action="store_true", help="ask from the Chinese guide (README.zh.md)")
+    p.add_argument("--lang", choices=["en", "zh"], help="the language of the questions and "
+                   "the screens")
+    p.add_argument("--zh", action="store_true", help="the same as --lang zh")
     p.set_defaults(func=cmd_quiz)
 
     p = verbs.add_parser("grade", help="build a student's tree, run every check, report",
