@@ -181,7 +181,7 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
 /// @param p the tensors to check
 /// @param c the configuration they must match
 /// @throws ShapeError naming fn, which, the tensor (e.g. `blocks.1.w_fc`), its shape, the
-///         expected one and the config
+///         expected one and the config (given code: not a promise of an exercise)
 template <class Real>
 void require_gpt_shapes(const char* fn, const char* which, const GptParams<Real>& p,
                         const GptConfig& c) {
@@ -320,7 +320,7 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 /// @param cache filled with the activations
 /// @return the mean loss (0 if every target is ignored) <!-- clause: gpt_forward.all-ignored -->
 /// @throws ShapeError if the config is invalid, a parameter's shape does not match the config
-///         (the message names the tensor and the shapes), inputs is empty, or targets' shape
+///         (the message names the tensor, e.g. `wte`, and the shapes), inputs is empty, or targets' shape
 ///         differs from inputs' (the message names both shapes) <!-- clause: gpt_forward.shape-errors -->
 /// @throws ValueError if T > T_max (the message names T and T_max) <!-- clause: gpt_forward.too-long -->
 /// @throws ValueError if an input id is outside [0, V), or a target is neither in [0, V) nor
@@ -349,9 +349,11 @@ Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
 /// @param config its shape
 /// @param cache what gpt_forward stored
 /// @param grads accumulated; shaped like params (see zeros_like)
-/// @throws ShapeError if the config or a shape of params or grads does not match <!-- clause: gpt_backward.param-shapes -->
+/// @throws ShapeError if the config or a shape of params or grads does not match (the message
+///         names the tensor, e.g. `lm_head`, and its shape) <!-- clause: gpt_backward.param-shapes -->
 /// @throws ShapeError if a tensor of the cache does not have the shape gpt_forward gave it for
-///         cache.batch and cache.seq_len (all checked before anything is read or written) <!-- clause: gpt_backward.cache-shapes -->
+///         cache.batch and cache.seq_len (the message names the cache's tensor, e.g. `att`; all
+///         checked before anything is read or written) <!-- clause: gpt_backward.cache-shapes -->
 /// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits) <!-- clause: gpt_backward.no-loss -->
 void gpt_backward(const GptParams<float>& params, const GptConfig& config,
                   const GptCache<float>& cache, GptParams<float>& grads);

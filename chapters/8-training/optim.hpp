@@ -71,7 +71,7 @@ inline namespace WB_IMPL {
 ///         would overflow; the message names state.step and its value) <!-- clause: adamw_step.bad-step -->; all checked before anything is changed
 ///         (params, state.step, state.m and state.v are left as they were) <!-- clause: adamw_step.checked-first -->
 /// @throws ShapeError if grads' tensors differ in number or size from params' (the message names the
-///         tensor), or a non-empty state does not match them (e.g. a state restored for another
+///         tensor, e.g. `blocks.1.b_q`), or a non-empty state does not match them (e.g. a state restored for another
 ///         model; the message names the state) <!-- clause: adamw_step.shape-mismatch -->
 template <class Real>
 void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWState<Real>& state,
