@@ -256,7 +256,7 @@ TEST_CASE("adamw_step refuses every bad hyper-parameter before changing params o
     }
 }
 
-TEST_CASE("adamw_step takes beta = 0 (in [0, 1)) and counts on from a restored step",
+TEST_CASE("adamw_step accepts beta = 0 and counts on from a restored step",
           "[adamw_step][optim][adamw][c:adamw_step.update][c:adamw_step.step-counted]"
           "[c:adamw_step.bad-config]") {
     // β1 = β2 = 0: m = g, v = g², no bias to correct: p ← p(1 − lr·wd) − lr·g/(|g| + eps).
