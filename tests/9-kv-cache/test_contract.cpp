@@ -248,10 +248,9 @@ TEST_CASE("generate draws every token from one generator seeded once, in the ord
     }
 }
 
-TEST_CASE("generate checks the options even with greedy, and every argument even for 0 new tokens",
-          "[generate][errors][c:generate.options-checked-with-greedy][c:generate.bad-options]"
-          "[c:generate.zero-new-tokens][c:generate.too-long][c:generate.bad-id]") {
-    const wb::GptConfig c = small_config();  // V = 11, T_max = 8
+TEST_CASE("generate checks the options even with greedy, which ignores them",
+          "[generate][errors][c:generate.options-checked-with-greedy][c:generate.bad-options]") {
+    const wb::GptConfig c = small_config();
     const wb::GptParams<float> p = small_model(c, 32);
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, 2}, 3, opts(0.0f, 0, 1.0f), 0, true),
                     "the options are checked even when use_greedy ignores them", "wb::generate",
@@ -259,12 +258,25 @@ TEST_CASE("generate checks the options even with greedy, and every argument even
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, 2}, 3, opts(1.0f, 0, 0.0f), 0, true),
                     "the options are checked even when use_greedy ignores them", "wb::generate",
                     "top_p");
+}
+
+TEST_CASE("generate with 0 new tokens returns the prompt only after the same checks",
+          "[generate][errors][c:generate.zero-new-tokens][c:generate.bad-id]"
+          "[c:generate.bad-options]") {
+    const wb::GptConfig c = small_config();  // V = 11
+    const wb::GptParams<float> p = small_model(c, 32);
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, 12}, 0, wb::SamplingOptions{}, 0),
                     "0 new tokens returns the prompt, but only after the same checks",
                     "wb::generate", "12");
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1}, 0, opts(-2.0f, 0, 1.0f), 0),
                     "0 new tokens returns the prompt, but only after the same checks",
                     "wb::generate", "temperature");
+}
+
+TEST_CASE("generate refuses a prompt longer than T_max even with 0 new tokens",
+          "[generate][errors][c:generate.too-long][c:generate.zero-new-tokens]") {
+    const wb::GptConfig c = small_config();  // T_max = 8
+    const wb::GptParams<float> p = small_model(c, 32);
     const std::vector<std::int64_t> nine = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, nine, 0, wb::SamplingOptions{}, 0),
                     "a prompt of 9 tokens does not fit in T_max = 8 even with 0 new tokens: "
