@@ -27,8 +27,8 @@
 
 #include "minigpt/data.hpp"
 #include "minigpt/explain.hpp"
-#include "minigpt/file_io.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
+#include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
 #include "minigpt/progress.hpp"
 #include "minigpt/train.hpp"
