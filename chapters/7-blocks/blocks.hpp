@@ -169,7 +169,8 @@ struct SwiGluParams {
 /// \f]
 /// (each Linear with its bias, if it has one). \f$\odot\f$ is the element-wise product: one
 /// branch decides how much of the other passes. <!-- clause: swiglu_ffn.formula -->
-/// Position-wise, like ffn.
+/// Position-wise, like ffn: every token goes through the same layers on its own.
+/// <!-- clause: swiglu_ffn.position-wise -->
 /// @param x `[B, T, D]`
 /// @param p gate and up `[hidden, D]`, down `[D, hidden]` (biases sized to fit, or empty)
 /// @return `[B, T, D]`

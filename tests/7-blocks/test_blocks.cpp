@@ -520,6 +520,24 @@ TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)",
                    "(1 + exp(-a)) goes on the GATE branch, not on up");
 }
 
+TEST_CASE("swiglu_ffn works on every position on its own: a token alone gives its own row",
+          "[swiglu][c:swiglu_ffn.position-wise]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 6}, 91);
+    const wb::SwiGluParams p{random_linear(8, 6, 92), random_linear(8, 6, 93),
+                             random_linear(6, 8, 94)};
+    const Tensor3 y = wb::swiglu_ffn(x, p);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t t = 0; t < 4; ++t) {
+            const Tensor3 one = xt::view(x, xt::range(b, b + 1), xt::range(t, t + 1), xt::all());
+            const Tensor3 row = xt::view(y, xt::range(b, b + 1), xt::range(t, t + 1), xt::all());
+            INFO("token [" << b << ", " << t << "] run alone must give row [" << b << ", " << t
+                           << "] of the whole batch's output");
+            WB_CHECK_CLOSE(wb::swiglu_ffn(one, p), row, 1e-6,
+                           "SwiGLU is position-wise: gate, up and down transform only the last "
+                           "axis, so no token reads another");
+        }
+}
+
 // ---- the block (§5) ---------------------------------------------------------------------------
 
 TEST_CASE(
