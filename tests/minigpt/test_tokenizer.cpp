@@ -1,5 +1,5 @@
-#include "minigpt/tokenizer.hpp"
 #include "check.hpp"
+#include "minigpt/tokenizer.hpp"
 
 #include <unistd.h>
 

@@ -62,16 +62,19 @@ inline SimdLevel simd_level() {
 #define WB_SIMD_BODY inline __attribute__((always_inline))
 #ifdef WB_SIMD_X86
 /// The dispatcher of `WB_SIMD_BODY` functions (see above): three copies and a switch.
-#define WB_SIMD_DISPATCH(ret, name, params, args)                                   \
-    WB_TARGET_AVX512 ret name##_avx512 params { return name##_body args; }           \
-    WB_TARGET_AVX2 ret name##_avx2 params { return name##_body args; }               \
-    ret name##_portable params { return name##_body args; }                          \
-    ret name params {                                                                \
-        switch (::wb::simd_level()) {                                                \
-            case ::wb::kSimdAvx512: return name##_avx512 args;                       \
-            case ::wb::kSimdAvx2: return name##_avx2 args;                           \
-            default: return name##_portable args;                                    \
-        }                                                                            \
+#define WB_SIMD_DISPATCH(ret, name, params, args)                          \
+    WB_TARGET_AVX512 ret name##_avx512 params { return name##_body args; } \
+    WB_TARGET_AVX2 ret name##_avx2 params { return name##_body args; }     \
+    ret name##_portable params { return name##_body args; }                \
+    ret name params {                                                      \
+        switch (::wb::simd_level()) {                                      \
+            case ::wb::kSimdAvx512:                                        \
+                return name##_avx512 args;                                 \
+            case ::wb::kSimdAvx2:                                          \
+                return name##_avx2 args;                                   \
+            default:                                                       \
+                return name##_portable args;                               \
+        }                                                                  \
     }
 #else
 /// The dispatcher where no x86 paths exist: the body alone.
