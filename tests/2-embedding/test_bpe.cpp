@@ -82,8 +82,8 @@ const std::string kNotes =
 // ---- training -------------------------------------------------------------------------------
 
 TEST_CASE("bpe_train on \"aaabdaaabac\" learns the hand-worked merges aa, ab, (aa)(ab)",
-          "[bpe][c:bpe_train.merge-ids][c:bpe_train.count-overlaps][c:bpe_train.tie-smallest-pair]["
-          "c:bpe_train.stop]") {
+          "[bpe][c:bpe_train.merge-ids][c:bpe_train.count-overlaps]"
+          "[c:bpe_train.tie-smallest-pair][c:bpe_train.stop]") {
     // Worked out by hand from the rules of bpe.hpp (overlapping positions count):
     //   a a a b d a a a b a c   pairs: aa 4 (at 0, 1, 5, 6), ab 2, bd 1, da 1, ba 1, ac 1
     //   merge 0: (a, a) = (97, 97) -> 256 =: Z. Left to right, "aaa" -> "Z a":
@@ -131,8 +131,8 @@ TEST_CASE("bpe_train stops at the vocabulary size, and when no pair occurs twice
 }
 
 TEST_CASE("bpe_train equals recounting every pair before each merge, on 40 random corpora",
-          "[bpe][c:bpe_train.count-overlaps][c:bpe_train.tie-smallest-pair][c:bpe_train.merge-left-"
-          "to-right][c:bpe_train.stop]") {
+          "[bpe][c:bpe_train.count-overlaps][c:bpe_train.tie-smallest-pair]"
+          "[c:bpe_train.merge-left-to-right][c:bpe_train.stop]") {
     // Small alphabets make many overlaps and ties; the recount (above) is the rules of bpe.hpp
     // done the slow way, so an incremental count that goes stale shows up here.
     std::mt19937 gen(2);
@@ -281,8 +281,9 @@ TEST_CASE("bpe_decode refuses an id below 0 or at least V, naming it and its pos
 }
 
 TEST_CASE("bpe_encode, bpe_vocab and bpe_serialize refuse a merge list training cannot make",
-          "[bpe][errors][c:bpe_encode.merge-id-out-of-range][c:bpe_encode.merge-repeated][c:bpe_"
-          "vocab.invalid-merges][c:bpe_decode.invalid-merges][c:bpe_serialize.invalid-merges]") {
+          "[bpe][errors][c:bpe_encode.merge-id-out-of-range][c:bpe_encode.merge-repeated]"
+          "[c:bpe_vocab.invalid-merges][c:bpe_decode.invalid-merges]"
+          "[c:bpe_serialize.invalid-merges]") {
     // Merge 0 may only use bytes; (97, 256) names itself. Merge 1 repeats merge 0's pair.
     const Merges uses_itself = {{97, 256}};
     const Merges repeated = {{97, 98}, {97, 98}};

@@ -179,8 +179,8 @@ TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask",
 }
 
 TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises the readable ones",
-          "[masked_softmax][mask][c:masked_softmax.hidden-zero][c:masked_softmax.allowed-means-"
-          "readable]") {
+          "[masked_softmax][mask][c:masked_softmax.hidden-zero]"
+          "[c:masked_softmax.allowed-means-readable]") {
     const Tensor4 scores = {{{{1, 2, 3, 4}, {0.5f, -1, 2, 0}}}};  // [1, 1, N=2, M=4]
     const Bool3 allowed = {{{true, false, true, false},           // query 0 reads keys 0, 2
                             {false, true, true, true}}};          // query 1 reads keys 1-3
@@ -386,8 +386,8 @@ TEST_CASE("sdpa without a mask matches PyTorch (N != M, d_k != d_v)",
 }
 
 TEST_CASE("sdpa with a causal mask [1, T, T] matches PyTorch",
-          "[sdpa][golden][mask][c:sdpa.composition][c:masked_softmax.shared-mask][c:masked_softmax."
-          "allowed-means-readable]") {
+          "[sdpa][golden][mask][c:sdpa.composition][c:masked_softmax.shared-mask]"
+          "[c:masked_softmax.allowed-means-readable]") {
     const wbtest::Golden g("4-sdpa/causal.txt");
     const Tensor4 q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     const wb::Mask mask = golden_mask(g);  // [1, T, T], lower triangle: query i reads keys 0..i
