@@ -446,7 +446,7 @@ TEST_CASE("apply_rope rejects a NaN base, and add_positions an empty position ta
 // ---- why positions are needed (notes §4) -----------------------------------------------------
 
 TEST_CASE("attention without positions is permutation-equivariant, with sinusoidal ones it is not",
-          "[attention]") {
+          "[attention][c:sinusoidal_positions.values][c:add_positions.rows]") {
     const std::size_t T = 5, D = 4;
     const std::vector<std::size_t> perm = {2, 0, 4, 1, 3};
     auto x3 = wbtest::randn<Tensor3>({1, T, D}, 51);
@@ -474,7 +474,8 @@ TEST_CASE("attention without positions is permutation-equivariant, with sinusoid
     CHECK(gap > 1e-2f);
 }
 
-TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention", "[attention][rope]") {
+TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention",
+          "[attention][rope][c:apply_rope.rotation]") {
     const std::size_t T = 5, d = 4;
     const std::vector<std::size_t> perm = {2, 0, 4, 1, 3};
     auto x4 = wbtest::randn<Tensor4>({1, 1, T, d}, 52);

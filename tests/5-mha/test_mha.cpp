@@ -171,7 +171,7 @@ const char* kSplitHint =
 TEST_CASE(
     "the example of notes 11 (B=2, T=4, D=8, H=2) gives Q/K/V [2, 2, 4, 4], weights "
     "[2, 2, 4, 4] and output [2, 4, 8]",
-    "[mha][shapes]") {
+    "[mha][shapes][c:multi_head_attention.formula][c:multi_head_attention.weights-per-head]") {
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 11);
     const MhaParams p = wb::init_mha(8, 2, true, 5);
     const wb::MhaResult r = wb::self_attention(x, p);
@@ -198,7 +198,7 @@ TEST_CASE(
 TEST_CASE(
     "multi-head attention equals a loop of single-head attentions over slices of W_Q, "
     "W_K, W_V and W_O",
-    "[mha][heads]") {
+    "[mha][heads][c:multi_head_attention.formula][c:multi_head_attention.head-slices]") {
     // B=2, T=4, D=8, H=2 with biases; expected values from naive_mha above (plain loops in
     // double, head h uses rows h*d..(h+1)*d of W_Q/W_K/W_V and columns h*d..(h+1)*d of W_O).
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 21);
@@ -228,7 +228,7 @@ TEST_CASE("multi-head attention with four heads and no bias equals the per-head 
 
 TEST_CASE(
     "cross attention with N queries and M keys gives weights [B, H, N, M] and output [B, N, D]",
-    "[mha][cross]") {
+    "[mha][cross][c:multi_head_attention.cross]") {
     // Queries from a sequence of N = 3 tokens, keys and values from one of M = 5 tokens.
     const auto x_q = wbtest::randn<Tensor3>({2, 3, 6}, 41);
     const auto x_kv = wbtest::randn<Tensor3>({2, 5, 6}, 42);
