@@ -787,8 +787,9 @@ TEST_CASE("var refuses an axis below -rank, and mean and var reduce any axis of 
     }
 }
 
-TEST_CASE("max_abs_diff shows a NaN from either side, inf - inf included; 0 for empty tensors",
-          "[comparing][c:max_abs_diff.nan][c:max_abs_diff.empty][c:max_abs_diff.value]") {
+TEST_CASE(
+    "max_abs_diff shows a NaN from either side, inf - inf included, and is 0 for empty tensors",
+    "[comparing][c:max_abs_diff.nan][c:max_abs_diff.empty][c:max_abs_diff.value]") {
     const wb::Array ref = {1.0f, 2.0f, 3.0f};
     const wb::Array nan_in_b = {1.0f, kNaN, 3.0f};
     const wb::Array nan_first = {kNaN, 2.0f, 30.0f};

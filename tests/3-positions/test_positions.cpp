@@ -524,7 +524,7 @@ TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that wo
     }
 }
 
-TEST_CASE("sinusoidal_positions of T = 0 is [0, D]; more than 2^48 elements are refused",
+TEST_CASE("sinusoidal_positions of T = 0 is [0, D], and more than 2^48 elements are refused",
           "[sinusoidal][errors][c:sinusoidal_positions.values][c:sinusoidal_positions.too-large]") {
     WB_CHECK_SHAPE(wb::sinusoidal_positions(0, 4), (Shape{0, 4}), "no position: [0, D]");
     // 2^47 x 4 = 2^49 elements fits in size_t: only the 2^48 limit refuses it (an allocation
