@@ -290,8 +290,9 @@ def failure_lines(check):
     if not check.failures:
         return ["failed"]
     first = check.failures[0]
+    notes = [l for text in first.explanation for l in text.splitlines() if l.strip()]
     lines = [l for l in first.text.splitlines() if l.strip()]
-    return ([f"at {first.where}"] if first.where else []) + lines
+    return ([f"at {first.where}"] if first.where else []) + notes + lines
 
 
 def write_grade_junit(path, report):

@@ -14,7 +14,7 @@ from .results import (Outcome, build_target, first_error, last_edit, load_outcom
                       own_warnings, read_progress, record_progress, run_checks, save_outcome,
                       syntax_warnings)
 from .screen import (first_failure, check_screen, compile_error_screen, heading, known_mistake,
-                     next_chapter_lines)
+                     next_chapter_lines, note_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
 
@@ -318,6 +318,7 @@ def cmd_hint(args):
     if check.crashed:
         print(f"  crashed: {check.signal}")
     elif check.failures:
+        show(note_lines(check.failures[0]))
         for line in check.failures[0].text.splitlines():
             if not line.startswith("hint: "):
                 print(f"    {line}")

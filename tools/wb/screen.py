@@ -30,6 +30,30 @@ def para(text, indent="", more="      "):
                          break_on_hyphens=False, break_long_words=False)
 
 
+NOTE_LINES = 8    # lines of one note of a check (INFO, WARN) on the screen; --verbose: all
+
+
+def note_lines(failure, verbose=False, indent="  "):
+    """What the check said about FAILURE (its INFO, UNSCOPED_INFO, CAPTURE and WARN texts), as
+    screen lines: the check's explanation, shown before the raw values."""
+    if not failure.notes:
+        return []
+    out = [f"{indent}the check says:"]
+    for kind, text in failure.notes:
+        lines = text.splitlines() or [""]
+        if kind == "warning":
+            lines[0] = "warning: " + lines[0]
+        shown = lines if verbose else lines[:NOTE_LINES]
+        for line in shown:
+            if len(line) + len(indent) + 2 > WIDTH and line == line.lstrip():
+                out += para(line, indent + "  ", indent + "  ")  # a sentence: wrapped
+            else:
+                out.append(f"{indent}  {line}")
+        if len(shown) < len(lines):
+            out.append(f"{indent}  … {len(lines) - len(shown)} more lines (--verbose)")
+    return out
+
+
 def heading(chapter):
     return f"{chapter.label} · {chapter.title}" if chapter.title else chapter.label
 
@@ -153,8 +177,12 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
         out.append(f"  your code: wb::{function}" + (f", {where}" if where else ""))
     failures = first.failures if verbose else first.failures[:1]
     for failure in failures:
+        if not failure.stub:
+            out += note_lines(failure, verbose)
         if failure.where and failure.where != f"{first.file}:{first.line}" and not stub:
             out.append(f"  failed at {failure.where}:")
+        elif failure.notes and not failure.stub:
+            out.append("  what failed:")
         out += ["    " + l for l in failure.text.splitlines()]
     more = len(first.failures) - len(failures)
     if more:
@@ -174,6 +202,7 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
             if verbose:
                 out.append(f"  ✗ {c.title}")
                 for f in c.failures:
+                    out += note_lines(f, True, "      ")
                     out += ["      " + l for l in f.text.splitlines()]
                 if c.crashed:
                     out.append("      " + crash_text(c))
