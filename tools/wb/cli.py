@@ -160,6 +160,12 @@ def main(argv=None):
     p.add_argument("--list", action="store_true", help="list the catalogue and stop")
     p.add_argument("--signatures", metavar="FILE", help="also write the checks each mutant "
                    "fails (tools/mutants/signatures.json lets `check` name a known mistake)")
+    p.add_argument("--blame", action="store_true", help="also say, for each caught mutant, "
+                   "whether the `your code:` line of `check` names the function it changed, "
+                   "and how often in all")
+    p.add_argument("--sample", type=int, metavar="N", help="only N mutants of each chapter, "
+                   "drawn with --seed (default: every mutant)")
+    p.add_argument("--seed", type=int, default=1, help="the seed of --sample (default 1)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "mutants"))
     p.set_defaults(func=cmd_mutants)
 

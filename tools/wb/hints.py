@@ -26,35 +26,55 @@ def wrap(text, indent="  ", width=96):
                      for part in text.split("\n"))
 
 
+def _code(path):
+    """A C++ file's text without its comments."""
+    text = path.read_text(encoding="utf-8")
+    return re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
+
+
 def header_functions(chapter):
-    """The exercise functions a chapter declares, in header order."""
+    """The functions a chapter's headers declare, in header order."""
     names = []
     for path in chapter.paths():
         if path.suffix != ".hpp" or not path.exists():
             continue
-        text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
-        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", text, re.M):
+        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", _code(path), re.M):
             if name not in names and name not in ("if", "for", "while", "return", "operator"):
                 names.append(name)
     return names
 
 
-def failing_function(check, chapter):
-    """The chapter function a failing check is about: the one its message names (wb::f), else
-    the longest one its name mentions."""
+def declaring_header(function, chapter):
+    """The chapter's header that declares FUNCTION ('chapters/8-training/optim.hpp'), or ''."""
+    for path in chapter.paths():
+        if path.suffix == ".hpp" and path.exists() and re.search(
+                rf"^[A-Za-z_][\w:<>, ]*?[\s&*]+{re.escape(function)}\s*\(", _code(path), re.M):
+            return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+    return ""
+
+
+def declared_functions(check, chapter):
+    """The exercise functions a check declares it is about, most precise first: the first
+    component of each clause tag [c:<function>.<name>], then each tag that names a function the
+    chapter's headers declare ([adamw_step]). [] when its tags name none: the screen then names
+    no function rather than guess one."""
+    out = []
+    for tag in check.tags:
+        if tag.startswith("c:") and "." in tag:
+            out.append(tag[2:].split(".", 1)[0])
     functions = header_functions(chapter)
+    out += [tag for tag in check.tags if tag in functions]
+    return list(dict.fromkeys(out))
+
+
+def failing_function(check, chapter):
+    """The function to blame for a failing check: the unwritten one it stopped at, else the
+    first its tags declare (declared_functions), else None."""
     stub = check.stub
-    if stub and stub[0] in functions:
+    if stub:
         return stub[0]
-    for name in re.findall(r"wb::(\w+)", check.output):
-        if name in functions:
-            return name
-    title = check.title
-    for name in sorted(functions, key=len, reverse=True):
-        if re.search(rf"\b{re.escape(name)}\b", title) or re.search(
-                rf"\b{re.escape(name.replace('_', ' '))}\b", title):
-            return name
-    return None
+    declared = declared_functions(check, chapter)
+    return declared[0] if declared else None
 
 
 def definition(function, chapter):

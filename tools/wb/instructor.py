@@ -66,6 +66,7 @@ class Mutant:
     mistake: str = ""
     find: str = ""
     replace: str = ""
+    function: str = ""   # the function the edit is in (optional: else read from the file)
 
 
 def parse_catalogue(path):
@@ -92,7 +93,7 @@ def parse_catalogue(path):
             current = Mutant(value, path.stem)
         elif current is None:
             raise WorkbookError(f"{where}: expected 'mutant: NAME'")
-        elif key in ("file", "mistake"):
+        elif key in ("file", "mistake", "function"):
             setattr(current, key, value)
         elif key == "find":
             block = "find"
@@ -127,6 +128,68 @@ def write_signatures(path, signatures, labels):
     os.replace(tmp, path)
 
 
+def enclosing_function(text, index):
+    """The name of the C++ function whose body holds TEXT[index:], or ''."""
+    from .handout import DEFINITION, NOT_FUNCTIONS, strip_comments
+    # Comments blanked in place (same length), so INDEX still points at the same code.
+    code = "".join(c if c == "\n" else " " for c in text)
+    code = list(code)
+    stripped = strip_comments(text)
+    kept = iter(stripped)
+    i = j = 0
+    while i < len(text) and j < len(stripped):
+        if text[i] == stripped[j]:
+            code[i] = text[i]
+            j += 1
+        i += 1
+    code = "".join(code)
+    code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                  code, flags=re.M)
+    best, pos = "", 0
+    while True:
+        m = DEFINITION.search(code, pos)
+        if not m or m.start() > index:
+            return best
+        start, depth, i = m.end(), 1, m.end()
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        if m.group(1) not in NOT_FUNCTIONS and start <= index < i:
+            best = m.group(1)   # the innermost definition that holds it (a lambda's is a body)
+            pos = start
+        else:
+            pos = i if m.group(1) not in NOT_FUNCTIONS else start
+
+
+def mutated_function(mutant, text):
+    """The function a catalogued MUTANT changes in TEXT (its reference file)."""
+    return mutant.function or enclosing_function(text, text.index(mutant.find))
+
+
+def callers(helper, text, exported):
+    """The functions of EXPORTED whose bodies in TEXT call HELPER (directly or through other
+    helpers of the file): who a helper's mistake belongs to."""
+    from .handout import function_bodies
+    bodies = {name: " ".join(body) for name, _, body in function_bodies(text)}
+    found, todo = set(), [helper]
+    while todo:
+        name = todo.pop()
+        for other, body in bodies.items():
+            if other not in found and other != name and re.search(rf"\b{re.escape(name)}\s*[(<]",
+                                                                   body):
+                found.add(other)
+                todo.append(other)
+    return [f for f in exported if f in found]
+
+
+def blame_line(chapter, outcome):
+    """(function named on `your code:`, the checks' first failure) as `check` shows them."""
+    from .hints import failing_function
+    from .screen import first_failure, known_mistake
+    first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
+    return (failing_function(first, chapter) if not first.stub else None), first
+
+
 def cmd_mutants(args):
     build_dir = Path(args.build_dir)
     catalogue = []
@@ -151,9 +214,18 @@ def cmd_mutants(args):
     scratch = build_dir / "mutant-src"
     counts = {"CAUGHT": 0, "SURVIVED": 0, "BROKEN": 0}
     signatures = {}  # mutant: the checks it fails (for `check` to recognise a known mistake)
+    blame = {"named": 0, "caught": 0}
+    sample = None
+    if args.sample:
+        import random
+        rng = random.Random(args.seed)
+        sample = set()
+        for folder in dict.fromkeys(m.folder for m in catalogue):
+            mine = [m.name for m in catalogue if m.folder == folder]
+            sample.update(rng.sample(mine, min(args.sample, len(mine))))
     for label in labels:
         folder = course.get(label).folder
-        mutants = [m for m in catalogue if m.folder == folder]
+        mutants = [m for m in catalogue if m.folder == folder and (sample is None or m.name in sample)]
         if label not in wanted or not mutants:
             continue
         work = scratch / folder
@@ -197,6 +269,22 @@ def cmd_mutants(args):
                     verdict = "CAUGHT"
                     detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
                               + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))
+                    if args.blame:
+                        from .hints import header_functions
+                        chapter = course.get(label)
+                        changed = mutated_function(m, text)
+                        named, first = blame_line(chapter, outcome)
+                        exported = header_functions(chapter)
+                        owners = [changed] if changed in exported else \
+                            callers(changed, text, exported) or [changed]
+                        hit = named in owners
+                        blame["caught"] += 1
+                        blame["named"] += hit
+                        detail = (f"{'NAMED ' if hit else 'MISSED'} changed wb::{changed}"
+                                  + (f" (a helper of {', '.join(owners)})"
+                                     if owners != [changed] else "")
+                                  + f", your code: {'wb::' + named if named else '(none)'}"
+                                  f"; first check: {first.title}")
                 else:
                     verdict = "SURVIVED"
                     detail = f"all {len(outcome.checks)} checks pass: {m.mistake}"
@@ -211,6 +299,10 @@ def cmd_mutants(args):
     total = sum(counts.values())
     print(f"{counts['CAUGHT']}/{total} mutants caught, {counts['SURVIVED']} survived, "
           f"{counts['BROKEN']} broken")
+    if args.blame:
+        share = 100 * blame["named"] / blame["caught"] if blame["caught"] else 0
+        print(f"your code: names the changed function for {blame['named']}/{blame['caught']} "
+              f"caught mutants ({share:.0f}%)")
     return 0 if counts["CAUGHT"] == total and total else 1
 
 

@@ -14,7 +14,7 @@ from .results import (Outcome, build_target, first_error, last_edit, load_outcom
                       own_warnings, read_progress, record_progress, run_checks, save_outcome,
                       syntax_warnings)
 from .screen import (first_failure, check_screen, compile_error_screen, heading, known_mistake,
-                     next_chapter_lines, note_lines)
+                     next_chapter_lines, note_lines, your_code_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
 
@@ -313,8 +313,10 @@ def cmd_hint(args):
     where = definition(function, chapter) if function else ""
     print(f"{chapter.label}: {len(outcome.failed)} of {len(outcome.checks)} checks fail; "
           f"the first: {check.title}")
-    if function:
+    if check.stub:
         print(f"  your code: wb::{function}" + (f", {where}" if where else ""))
+    elif function:
+        show(your_code_lines(check, chapter))
     if check.crashed:
         print(f"  crashed: {check.signal}")
     elif check.failures:

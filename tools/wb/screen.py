@@ -5,7 +5,8 @@ import re
 from pathlib import Path
 
 from .common import ROOT
-from .hints import crash_text, definition, failing_function, hints_for
+from .hints import (crash_text, declared_functions, declaring_header, definition,
+                    failing_function, hints_for)
 from .results import NOT_IMPLEMENTED
 
 WIDTH = 100
@@ -150,6 +151,20 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
     return mistakes[0] if len(mistakes) == 1 else "; or ".join(mistakes[:2])
 
 
+def your_code_lines(check, chapter):
+    """'  your code: wb::f, file:line' for the function CHECK declares (its tags), and the other
+    functions it declares, if any."""
+    declared = declared_functions(check, chapter)
+    if not declared:
+        return []
+    function, others = declared[0], declared[1:]
+    where = definition(function, chapter)
+    out = [f"  your code: wb::{function}" + (f", {where}" if where else "")]
+    if others:
+        out.append("    (the check also calls " + ", ".join(f"wb::{f}" for f in others) + ")")
+    return out
+
+
 def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     """The lines of the one screen for CHAPTER's OUTCOME."""
     total, passed = len(outcome.checks), len(outcome.passed)
@@ -173,8 +188,7 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
         out.append("  " + crash_text(first))
     stub = first.stub
     if function and not stub:
-        where = definition(function, chapter)
-        out.append(f"  your code: wb::{function}" + (f", {where}" if where else ""))
+        out += your_code_lines(first, chapter)
     failures = first.failures if verbose else first.failures[:1]
     for failure in failures:
         if not failure.stub:
@@ -224,7 +238,7 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     if stub:
         name, path, line = stub
         mine = any(str(p).endswith(path) for p in chapter.paths())
-        header = next((f for f in chapter.files if f.endswith(".hpp")), "")
+        header = declaring_header(name, chapter)
         if mine:
             out += para(f"next: open {path}:{line} and write wb::{name}"
                         + (f" (its spec is its comment in {header};" if header else " (")
@@ -238,7 +252,9 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
                         f"{path}:{line}, or build that chapter from the reference ({use})")
     else:
         _, hints = hints_for(first, chapter, mistake)
-        what = f"wb::{function}" if function else f"the code that check calls ({first.file}:{first.line})"
+        header = declaring_header(function, chapter) if function else ""
+        what = (f"wb::{function}" + (f" (its spec is its comment in {header})" if header else "")
+                if function else f"the code that check calls ({first.file}:{first.line})")
         out += para(f"next: fix {what} and save"
                     + (f"; `{_cmd('hint', chapter)}` for a hint ({len(hints)} available)"
                        if hints else ""))
