@@ -10,11 +10,12 @@ from pathlib import Path
 from .common import ROOT, WorkbookError, build, configure, progress_bar, require_build
 from .course import load_course
 from .hints import definition, hints_for, wrap
-from .results import (Outcome, build_target, first_error, last_edit, load_outcome,
-                      own_warnings, read_progress, record_progress, run_checks, save_outcome,
-                      syntax_warnings)
+from .results import (Outcome, build_target, complete, first_error, last_edit, load_outcome,
+                      own_warnings, read_progress, record_complete, record_progress, run_checks,
+                      save_outcome, syntax_warnings)
 from .screen import (first_failure, check_screen, compile_error_screen, heading, known_mistake,
-                     next_chapter_lines, note_lines, your_code_lines)
+                     next_chapter_lines, next_mine, note_lines,
+                     your_code_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
 
@@ -57,24 +58,37 @@ def check_chapter(build_dir, course, chapter, verbose=False, jobs=2):
     outcome.time = started
     outcome.warnings = warnings
     save_outcome(build_dir, chapter.label, outcome)
-    record_progress(chapter, outcome, progress_file())
+    record_progress(chapter, outcome, progress_file(), shown_first(chapter, outcome))
     return outcome, check_screen(chapter, course, outcome, warnings, verbose)
+
+
+def shown_first(chapter, outcome):
+    """The failing check that `check` shows first (None when none fails)."""
+    if not outcome.failed:
+        return None
+    return first_failure(outcome, chapter, known_mistake(chapter, outcome))
 
 
 def cmd_record(args):
     """What a plain `ctest -L chapterN` runs last: the chapter's checks once more, through the
     XML reporter, kept in the progress file exactly as `check` keeps them (so `status` and
     `next` know what ctest saw). One line, and never a failure of its own: the checks that
-    ctest ran already said what failed."""
+    ctest ran already said what failed. A chapter compiled from the reference (or an override
+    folder) is not the learner's code: nothing is run or kept."""
     build_dir = require_build(args.build_dir)
     chapter = load_course(build_dir, refresh=False).find(args.chapter)
+    if chapter.kind != "stub":
+        print(f"{chapter.label}: compiled from the {SOURCE_WORD.get(chapter.kind, chapter.kind)}"
+              ", not your code: no progress kept")
+        return 0
     outcome = run_checks(build_dir, chapter.label)
     outcome.time = time.time()
     # The progress file only: the build folder's saved outcome is check's, with the warnings
     # of the build it ran (ctest's build shows none), so check still asks the compiler.
-    record_progress(chapter, outcome, progress_file())
+    record_progress(chapter, outcome, progress_file(), shown_first(chapter, outcome))
     n, ok = len(outcome.checks), len(outcome.passed)
-    print(f"{chapter.label}: {ok}/{n} checks pass (kept for `tools/workbook status` and `next`)")
+    print(f"{chapter.label}: {ok}/{n} checks pass" + (", complete" if complete(outcome) else "")
+          + " (kept for `tools/workbook status` and `next`)")
     return 0
 
 
@@ -97,12 +111,13 @@ def cmd_check(args):
         outcome, screen = check_chapter(build_dir, course, chapter, False, args.jobs)
         n, ok = len(outcome.checks), len(outcome.passed)
         total, passed = total + n, passed + ok
+        first = shown_first(chapter, outcome)
         note = ("does not compile" if not outcome.compiled else
-                "done" if n and ok == n else f"first failure: {outcome.failed[0].title}"
-                if outcome.failed else "no checks")
+                "complete" if complete(outcome) else f"first failure: {first.title}"
+                if first else "no checks")
         print(f"{chapter.label:<9} {SOURCE_WORD.get(chapter.kind, chapter.kind):<10} "
               f"{ok:3d}/{n:<3d} {note}"[:110], flush=True)
-        if first_bad is None and (not outcome.compiled or outcome.failed):
+        if first_bad is None and not complete(outcome):
             first_bad = chapter
     print(f"\n{passed}/{total} checks pass  {progress_bar(passed, total)}")
     if first_bad:
@@ -140,10 +155,10 @@ def cmd_watch(args):
                   flush=True)
             outcome, screen = check_chapter(build_dir, course, chapter, False, args.jobs)
             show(screen)
-            if outcome.compiled and outcome.checks and not outcome.failed:
-                following = course.after(chapter.label)
+            if complete(outcome):
+                following, _ = next_mine(chapter, course)  # the screen named the skipped ones
                 if following is None:
-                    print("\nthe whole course passes. Well done.")
+                    print("\nevery chapter of yours is complete. Well done.")
                     return 0
                 chapter = following
                 print(f"\nwatching {chapter.label} now ({heading(chapter)}): save one of its "
@@ -175,8 +190,7 @@ def current_chapter(course, build_dir):
         if chapter.kind != "stub":
             continue
         record = progress.get(chapter.label)
-        if not record or stale(chapter, record) or not record.get("total") or \
-                record.get("passed") != record.get("total"):
+        if not record or stale(chapter, record) or not record_complete(record):
             return chapter
     return None
 
@@ -186,7 +200,7 @@ def cmd_next(args):
     course = load_course(build_dir)
     chapter = current_chapter(course, build_dir)
     if chapter is None:
-        print("every chapter of yours passes (`tools/workbook status` shows them)")
+        print("every chapter of yours is complete (`tools/workbook status` shows them)")
         return 0
     print(f"next: {heading(chapter)}")
     print(f"  guide: {chapter.guide}")
@@ -205,7 +219,8 @@ def cmd_next(args):
 
 
 def check_counts(build_dir):
-    """{label: number of checks} as ctest knows them (no check is run; build steps left out)."""
+    """{label: number of checks} as ctest knows them (no check is run; the build and
+    keep-progress steps left out)."""
     result = subprocess.run(["ctest", "--test-dir", str(build_dir), "--show-only=json-v1"],
                             cwd=ROOT, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
@@ -213,8 +228,8 @@ def check_counts(build_dir):
     try:
         for test in json.loads(result.stdout).get("tests", []):
             props = {p.get("name") for p in test.get("properties", [])}
-            if "FIXTURES_SETUP" in props:
-                continue
+            if "FIXTURES_SETUP" in props or "FIXTURES_CLEANUP" in props:
+                continue  # the build step and the keep-progress step: no checks
             if test.get("name", "").endswith("(first build)"):
                 continue  # not built yet: the number of checks is not known
             label = test.get("name", "").split(":", 1)[0].strip()
@@ -229,7 +244,7 @@ def cmd_status(args):
     course = load_course(build_dir)
     counts = check_counts(build_dir)
     progress = read_progress(progress_file()).get("chapters", {})
-    done = total = complete = mine = 0
+    done = total = completed = mine = 0
     print(f"{'chapter':<9} {'source':<10} checks")
     for chapter in course.chapters:
         source = SOURCE_WORD.get(chapter.kind, chapter.kind)
@@ -248,8 +263,8 @@ def cmd_status(args):
             text = f"{passed:3d}/{n:<3d} passed"
             if why:
                 text += f"  (stale: {why}; check again)"
-            if n and passed == n:
-                text += "  done"
+            if record_complete(record) and passed == n:
+                text += "  complete"
             elif record.get("first_failure"):
                 room = max(20, 100 - len(text))
                 first = record["first_failure"]
@@ -261,11 +276,11 @@ def cmd_status(args):
             mine += 1
             counted = 0 if why else passed
             done += counted
-            complete += bool(n) and counted == n
+            completed += bool(n) and counted == n and record_complete(record)
         total += n if chapter.kind == "stub" else 0
     pct = 100 * done / total if total else 0
     print(f"\ncourse   {progress_bar(done, total)} {pct:3.0f}%  {done}/{total} checks pass on "
-          f"your code, {complete}/{mine} of your chapters complete"
+          f"your code, {completed}/{mine} of your chapters complete"
           + (f", {len(course.chapters) - mine} taken from the reference or a folder"
              if mine < len(course.chapters) else ""))
     if not mine:
@@ -304,7 +319,8 @@ def cmd_hint(args):
     if not outcome.checks:
         raise WorkbookError(f"{chapter.label} has no checks in {build_dir}")
     if not outcome.failed:
-        show([f"{chapter.label}: all {len(outcome.checks)} checks pass, no hint needed"]
+        show([f"{chapter.label} is complete: all {len(outcome.checks)} checks pass, no hint "
+              "needed"]
              + next_chapter_lines(chapter, course))
         return 0
     mistake = known_mistake(chapter, outcome)

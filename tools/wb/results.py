@@ -377,17 +377,33 @@ def read_progress(path=None):
         return {}
 
 
-def record_progress(chapter, outcome, path=None):
-    """Notes the result of a run of CHAPTER's checks in the progress file."""
+def complete(outcome):
+    """A chapter is complete when it compiles, has checks, and every one passes: the one rule
+    of check, status, next, watch, the progress file and grade."""
+    return bool(outcome.compiled and outcome.checks and not outcome.failed)
+
+
+def record_progress(chapter, outcome, path=None, first=None):
+    """Notes the result of a run of CHAPTER's checks in the progress file; FIRST is the failing
+    check the screen shows first (default: the first in source order)."""
     data = read_progress(path)
     chapters = data.setdefault("chapters", {})
-    first = outcome.failed[0] if outcome.failed else None
+    first = first or (outcome.failed[0] if outcome.failed else None)
     chapters[chapter.label] = {
         "time": outcome.time or time.time(), "kind": chapter.kind,
         "passed": len(outcome.passed), "total": len(outcome.checks),
-        "compiled": outcome.compiled,
+        "compiled": outcome.compiled, "complete": complete(outcome),
         "first_failure": first.title if first else ""}
     _write_json(Path(path or PROGRESS), data)
+
+
+def record_complete(record):
+    """True when a progress record says its chapter is complete (records kept before the
+    "complete" field: every check passed)."""
+    if "complete" in record:
+        return bool(record["complete"])
+    return bool(record.get("compiled", True) and record.get("total")
+                and record.get("passed") == record.get("total"))
 
 
 def last_edit(chapter):

@@ -63,13 +63,33 @@ def _cmd(verb, chapter):
     return f"tools/workbook {verb} {chapter.number}"
 
 
+def next_mine(chapter, course):
+    """(the learner's next chapter after CHAPTER, [the chapters skipped on the way: compiled from
+    the reference or a folder]); the first is None after the last chapter."""
+    skipped, after = [], course.after(chapter.label)
+    while after is not None and after.kind != "stub":
+        skipped.append(after)
+        after = course.after(after.label)
+    return after, skipped
+
+
+def skipped_lines(skipped):
+    if not skipped:
+        return []
+    names = ", ".join(c.label for c in skipped)
+    return para(f"  {names} {'is' if len(skipped) == 1 else 'are'} compiled from the reference "
+                f"(`tools/workbook use {skipped[0].number} student` to work on "
+                f"{'it' if len(skipped) == 1 else 'one'})", "", "    ")
+
+
 def next_chapter_lines(chapter, course):
-    after = course.after(chapter.label)
+    after, skipped = next_mine(chapter, course)
     if after is None:
-        return [f"{chapter.label} passes: that was the last chapter. `tools/workbook status` "
-                "shows the whole course."]
-    return [f"{chapter.label} passes. Next: {heading(after)}",
-            f"  read {after.guide}, then `{_cmd('check', after)}` (or `tools/workbook watch`)"]
+        return [f"{chapter.label} is complete: that was your last chapter. `tools/workbook "
+                "status` shows the whole course."] + skipped_lines(skipped)
+    return ([f"{chapter.label} is complete. Next: {heading(after)}"] + skipped_lines(skipped)
+            + [f"  read {after.guide}, then `{_cmd('check', after)}` (or "
+               "`tools/workbook watch`)"])
 
 
 def warning_lines(warnings, verbose=False):
@@ -168,7 +188,8 @@ def your_code_lines(check, chapter):
 def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     """The lines of the one screen for CHAPTER's OUTCOME."""
     total, passed = len(outcome.checks), len(outcome.passed)
-    out = [heading(chapter), f"score: {passed}/{total} checks pass  {bar(passed, total)}"]
+    out = [heading(chapter), f"score: {passed}/{total} checks pass  {bar(passed, total)}"
+           + ("  complete" if total and passed == total else "")]
     if total == 0:
         return out + ["no checks ran: is Catch2 installed (tools/setup.sh)?"]
     if not outcome.failed:

@@ -343,8 +343,22 @@ class Screen(unittest.TestCase):
         passing = (f'<Catch><TestCase name="dot" filename="{TEST}" line="1"><OverallResult '
                    'success="true"/></TestCase></Catch>')
         text = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(passing)))
-        self.assertIn("chapter1 passes. Next: chapter2 · Chapter 2 — Embedding", text)
+        self.assertIn("chapter1 is complete. Next: chapter2 · Chapter 2 — Embedding", text)
         self.assertIn("chapters/2-embedding/README.md", text)
+        self.assertIn("score: 1/1 checks pass", text)
+        self.assertIn("complete", text.splitlines()[1])
+
+    def test_a_pass_skips_chapters_on_the_reference_and_says_so(self):
+        passing = (f'<Catch><TestCase name="dot" filename="{TEST}" line="1"><OverallResult '
+                   'success="true"/></TestCase></Catch>')
+        course = parse_course(json.dumps({"reference": "chapter2", "chapters": [
+            {"label": f"chapter{i}", "folder": f"{i}-x", "title": f"Chapter {i}",
+             "kind": "reference" if i == 2 else "stub", "guide": f"chapters/{i}-x/README.md"}
+            for i in (1, 2, 3)]}))
+        text = "\n".join(check_screen(course.chapters[0], course, self.outcome(passing)))
+        self.assertIn("chapter1 is complete. Next: chapter3 · Chapter 3", text)
+        self.assertIn("chapter2 is compiled from the reference (`tools/workbook use 2 student`",
+                      text)
 
     def test_a_crash_is_named(self):
         cut = V2[:V2.index('<TestCase name="dot')] + \
