@@ -25,9 +25,15 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    p = verbs.add_parser("use", help="select the student stub or the reference for a chapter")
+    p = verbs.add_parser("use", help="select the student stub or the reference for a chapter",
+                         description="Compiles CHAPTER (or all) from your stub or from the "
+                         "reference from now on (WB_REFERENCE in the build's cache), then "
+                         "rebuilds what depends on it: its library and checks, and the "
+                         "programs already built that link it (a later chapter's checks, the "
+                         "minigpt command). Nothing else is built.")
     p.add_argument("chapter", help="3, chapter3, capstone or all")
     p.add_argument("kind", choices=["student", "reference"])
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_use)
 

@@ -7,14 +7,14 @@ import sys
 import time
 from pathlib import Path
 
-from .common import ROOT, WorkbookError, build, configure, progress_bar, require_build
+from .common import ROOT, WorkbookError, configure, progress_bar, require_build
 from .course import load_course
 from .hints import definition, hints_for, wrap
 from .results import (Outcome, build_target, complete, first_error, last_edit, load_outcome,
                       own_warnings, read_progress, record_complete, record_progress, run_checks,
                       save_outcome, syntax_warnings)
-from .screen import (first_failure, check_screen, compile_error_screen, heading, known_mistake,
-                     next_chapter_lines, next_mine, note_lines,
+from .screen import (ERROR_LINES, check_screen, compile_error_screen, first_failure, heading,
+                     known_mistake, next_chapter_lines, next_mine, note_lines, skipped_lines,
                      your_code_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
@@ -141,8 +141,12 @@ def cmd_watch(args):
     build_dir = require_build(args.build_dir)
     course = load_course(build_dir)
     chapter = course.find(args.chapter) if args.chapter else current_chapter(course, build_dir)
+    if chapter is not None and chapter.kind != "stub":
+        mine, skipped = next_mine(chapter, course)
+        show(skipped_lines([chapter] + skipped))
+        chapter = mine
     if chapter is None:
-        print("every chapter passes: nothing to watch (`tools/workbook status`)")
+        print("every chapter of yours is complete: nothing to watch (`tools/workbook status`)")
         return 0
     tty = sys.stdout.isatty()
     reason = "start"
@@ -364,16 +368,55 @@ def cmd_hint(args):
     return 0
 
 
+def dependent_targets(build_dir, chapters):
+    """What to rebuild after CHAPTERS changed source: each one's library and test program, and
+    every program already built that links one of them (found in Ninja's build graph: a later
+    chapter's checks, the minigpt command ...). Nothing that was never built is built now."""
+    build_dir = Path(build_dir)
+    wanted = [t for c in chapters for t in (f"wb_{c.label}", c.target) if t]
+    if not (build_dir / "build.ninja").exists():
+        return wanted  # another generator: the chapters' own targets
+    seen, todo, found = set(), [f"libwb_{c.label}.a" for c in chapters], []
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        result = subprocess.run(["ninja", "-C", str(build_dir), "-t", "query", node], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        outputs = result.stdout.split("outputs:", 1)[1].split() if "outputs:" in \
+            result.stdout else []
+        for out in outputs:
+            if out.endswith(".a"):
+                todo.append(out)
+            elif "/" not in out and "." not in out and (build_dir / out).exists():
+                found.append(out)  # a program built before: relinked (or recompiled) now
+    return list(dict.fromkeys(wanted + found))
+
+
 def cmd_use(args):
     build_dir = require_build(args.build_dir)
     course = load_course(build_dir)
     targets = course.chapters if args.chapter.lower() == "all" else [course.find(args.chapter)]
     value = course.reference_value({c.label: args.kind for c in targets})
+    before = {c.label: c.kind for c in course.chapters}
     configure(build_dir, WB_REFERENCE=value)
     course = load_course(build_dir)
     print(f"WB_REFERENCE={value}")
     for chapter in course.chapters:
         print(f"  {chapter.label:<9} {SOURCE_WORD.get(chapter.kind, chapter.kind)}")
-    build(build_dir)
-    print(f"rebuilt {build_dir}")
+    changed = [c for c in course.chapters if before.get(c.label) != c.kind] or \
+        [c for c in course.chapters if c.label in {t.label for t in targets}]
+    wanted = dependent_targets(build_dir, changed)
+    started = time.time()
+    print(f"building {', '.join(wanted)} ...", flush=True)
+    ok, log = build_target(build_dir, wanted, args.jobs)
+    if not ok:
+        where, lines = first_error(log, sorted({f for c in changed
+                                                for f in learner_folders(c)}))
+        show(["does not compile. The first error" + (f", at {where}:" if where else ":")]
+             + ["  " + l for l in lines[:ERROR_LINES]])
+        return 1
+    print(f"rebuilt what depends on {', '.join(c.label for c in changed)} in {build_dir} "
+          f"({time.time() - started:.0f} s)")
     return 0

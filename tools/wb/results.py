@@ -494,10 +494,11 @@ def own_warnings(log, folders):
 
 
 def build_target(build_dir, target, jobs=2):
-    """(ok, log) of building one target."""
+    """(ok, log) of building one target (or a list of targets)."""
     use_build_dir(build_dir)
+    targets = [target] if isinstance(target, str) else list(target)
     result = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs), "--target",
-                             target], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                             *targets], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     return result.returncode == 0, result.stdout
 
