@@ -14,7 +14,6 @@ reads the questions; the Chinese edition must have the same numbers and the same
 import re
 
 from .common import ROOT
-from .ladders import ladder_problems
 
 FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", re.S | re.M)
 QUESTION = re.compile(r"^\*\*Q(\d+)\b", re.M)
@@ -124,7 +123,6 @@ def check_pair(english, chinese, terms=True):
             if not q["answered"]:
                 problems.append(f"{edition} Q{q['n']}: no folded answer "
                                 "(<details><summary>…</summary> … </details>)")
-    problems += ladder_problems(english, chinese)
     for snippet, variant, term in forbidden_terms(chinese) if terms else []:
         problems.append(f"Chinese uses {variant} (glossary: {term}): {snippet}")
     return problems

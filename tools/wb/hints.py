@@ -168,7 +168,6 @@ def hints_for(check, chapter, mistake=None):
     else:
         specific = []
     others = [b for b in bullets if b not in specific]
-    ladder = [markdown_to_text(r) for r in ladder_for(ROOT / chapter.guide if chapter.guide
-                                                      else None, function)]
+    ladder = [markdown_to_text(r) for r in ladder_for(chapter.folder, function)]
     rungs = first + ladder + specific + ([] if ladder else others)
     return function, list(dict.fromkeys(rungs + [reference_rung(chapter, function, ROOT)]))

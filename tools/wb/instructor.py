@@ -12,7 +12,8 @@ from pathlib import Path
 from .common import ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
-from .ladders import parse_ladders, stub_functions
+from .ladders import (hint_file, idea_headings, key_line_leaks, key_lines, ladder_problems,
+                      load_ladders, stub_functions)
 from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, relative, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
@@ -343,18 +344,36 @@ def cmd_guides(args):
         for line in check_pair(english.read_text(), chinese.read_text(), terms=chapter_guide):
             print(f"{name:<14} {line}")
             differ.append(line)
-        if chapter_guide:  # every exercise function has its hint ladder
-            have = parse_ladders(english.read_text())
-            for function in stub_functions(english.parent):
-                if function not in have:
-                    line = f"no hint ladder for wb::{function} (### `wb::{function}` under " \
-                           "## Hint ladders)"
-                    print(f"{name:<14} {line}")
-                    differ.append(line)
+        if chapter_guide:  # every exercise function: a ladder in both languages, its idea
+            folder = english.parent.name
+            ladders = {lang: load_ladders(folder, lang) for lang in ("en", "zh")}
+            lines = ladder_problems(ladders["en"], ladders["zh"], stub_functions(english.parent))
+            for lang in ("en", "zh"):
+                if not hint_file(folder, lang).exists():
+                    lines.append(f"no {hint_file(folder, lang).relative_to(ROOT)}")
+            for edition, guide in (("English", english), ("Chinese", chinese)):
+                ideas = idea_headings(guide.read_text())
+                if ideas != list(ladders["en"]):
+                    lines.append(f"{edition} guide: the ideas kept are {ideas}, the ladders "
+                                 f"{list(ladders['en'])} (### `wb::f` under ## "
+                                 f"{'Ideas, one per function' if edition == 'English' else '每个函数的思路'})")
+            for line in lines:
+                print(f"{name:<14} {line}")
+            differ += lines
         if not differ:
             print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
                   f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
         problems += bool(differ)
+    # No key line of the reference in any guide: the ladders give them, one rung at a time.
+    keys = key_lines()
+    pages = [p for g in guides for p in (g, g.with_name("README.zh.md")) if p.exists()]
+    pages += sorted((ROOT / "docs").glob("**/*.md"))
+    leaks = key_line_leaks(pages, keys, ROOT)
+    for path, line, code in leaks:
+        print(f"{path}:{line}: a key line of the reference, given by `workbook hint` only: {code}")
+    print(f"key lines: {len(keys)} of the reference in the ladders, "
+          f"{len(leaks)} in the guides")
+    problems += bool(leaks)
     return 1 if problems else 0
 
 
@@ -480,7 +499,6 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
         raise WorkbookError(f"--tree {Path(tree).resolve()}: no such folder")
     build_dir = Path(build_dir)
     # The course first (a plain configure), then the student's folders in place of the stubs.
-    (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
     # Unset the previous tree's folders first: that tree may be gone, and CMake would refuse it.
     configure(build_dir, **{"WB_IMPL_DIR_*": None, "WB_EXTRA_TESTS": None})
     course = load_course(build_dir)

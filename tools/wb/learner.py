@@ -11,17 +11,14 @@ from .common import ROOT, WorkbookError, configure, progress_bar, require_build
 from .course import load_course
 from .hints import definition, hints_for, wrap
 from .results import (Outcome, build_target, complete, first_error, last_edit, load_outcome,
-                      own_warnings, read_progress, record_complete, record_progress, run_checks,
-                      save_outcome, syntax_warnings)
+                      own_warnings, progress_file, read_progress, record_complete,
+                      record_progress, run_checks, save_outcome, syntax_warnings,
+                      write_progress)
 from .screen import (ERROR_LINES, check_screen, compile_error_screen, first_failure, heading,
                      known_mistake, next_chapter_lines, next_mine, note_lines, skipped_lines,
                      your_code_lines)
 
 SOURCE_WORD = {"stub": "student", "reference": "reference", "override": "override"}
-
-
-def progress_file():
-    return Path(os.environ.get("WB_PROGRESS_FILE", ROOT / ".workbook-progress.json"))
 
 
 def learner_folders(chapter):
@@ -297,12 +294,17 @@ def cmd_status(args):
     return 0
 
 
-def hint_state(build_dir):
-    path = Path(build_dir) / "workbook" / "hints.json"
-    try:
-        return path, json.loads(path.read_text())
-    except (OSError, ValueError):
-        return path, {}
+def hints_shown(chapter, check):
+    """How many hints of CHECK (of CHAPTER) the learner has seen: kept in the progress file."""
+    state = read_progress(progress_file()).get("hints", {}).get(chapter.label, {})
+    value = state.get(check.title, 0)
+    return value if isinstance(value, int) else 0
+
+
+def keep_hints_shown(chapter, check, n):
+    data = read_progress(progress_file())
+    data.setdefault("hints", {}).setdefault(chapter.label, {})[check.title] = n
+    write_progress(data, progress_file())
 
 
 def cmd_hint(args):
@@ -347,8 +349,7 @@ def cmd_hint(args):
     if not hints:
         print(f"  no hints for this check: read the guide, {chapter.guide}")
         return 0
-    path, state = hint_state(build_dir)
-    shown = state.get(check.name, 0)
+    shown = hints_shown(chapter, check)
     n = args.n if args.n is not None else shown + 1
     if n > len(hints):
         print(f"\nno more hints: all {len(hints)} shown (`tools/workbook hint {chapter.number} 1`"
@@ -360,11 +361,7 @@ def cmd_hint(args):
     print(hints[n - 1] if hints[n - 1] in own else wrap(hints[n - 1], "", 96))
     if n < len(hints):
         print(f"\n(`tools/workbook hint {chapter.number}` again for hint {n + 1})")
-    state[check.name] = max(shown, n)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, path)
+    keep_hints_shown(chapter, check, max(shown, n))
     return 0
 
 

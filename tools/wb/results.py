@@ -339,6 +339,16 @@ def run_checks(build_dir, label, jobs=2, timeout=300):
 PROGRESS = ROOT / ".workbook-progress.json"
 
 
+def progress_file():
+    """The learner's progress file (WB_PROGRESS_FILE, else .workbook-progress.json beside
+    chapters/): the results of each chapter, the hints seen, the language of the screens."""
+    return Path(os.environ.get("WB_PROGRESS_FILE", PROGRESS))
+
+
+def write_progress(data, path=None):
+    _write_json(Path(path or progress_file()), data)
+
+
 def results_dir(build_dir):
     return Path(build_dir) / "workbook" / "results"
 
@@ -371,7 +381,7 @@ def load_outcome(build_dir, label):
 
 def read_progress(path=None):
     try:
-        data = json.loads(Path(path or PROGRESS).read_text(encoding="utf-8"))
+        data = json.loads(Path(path or progress_file()).read_text(encoding="utf-8"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
@@ -394,7 +404,7 @@ def record_progress(chapter, outcome, path=None, first=None):
         "passed": len(outcome.passed), "total": len(outcome.checks),
         "compiled": outcome.compiled, "complete": complete(outcome),
         "first_failure": first.title if first else ""}
-    _write_json(Path(path or PROGRESS), data)
+    _write_json(Path(path or progress_file()), data)
 
 
 def record_complete(record):
