@@ -9,8 +9,8 @@ from .bench import cmd_bench
 from .common import ROOT, WorkbookError
 from .handout import cmd_handout, cmd_leaks
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
-from .learner import (cmd_check, cmd_hint, cmd_next, cmd_record, cmd_status, cmd_use,
-                      cmd_watch)
+from .learner import (cmd_check, cmd_hint, cmd_lang, cmd_next, cmd_record, cmd_status,
+                      cmd_use, cmd_watch)
 from .quiz import cmd_quiz
 
 class Parser(argparse.ArgumentParser):
@@ -79,6 +79,14 @@ def main(argv=None):
     p.add_argument("--rerun", action="store_true", help="run the checks even if results exist")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_hint)
+
+    p = verbs.add_parser("lang", help="the language of the screens: zh (中文) or en",
+                         description="Keeps the language of check, hint, next, status and watch "
+                         "in the progress file. Until one is kept, a Chinese locale (LANG=zh_CN."
+                         "UTF-8, ...) means Chinese and any other English. Without an argument, "
+                         "says which language is used and why.")
+    p.add_argument("language", nargs="?", choices=["zh", "en"])
+    p.set_defaults(func=cmd_lang)
 
     p = verbs.add_parser("quiz", help="answer a chapter's numeric \"Before you code\" questions",
                          description="Asks the numeric questions of CHAPTER's \"Before you code\" "

@@ -340,8 +340,8 @@ def cmd_guides(args):
         for key in differ:
             print(f"{name:<14} {key} differ: English has {len(a[key])}, Chinese {len(b[key])}"
                   + ("" if len(a[key]) != len(b[key]) else " (same count, different content)"))
-        chapter_guide = english.parent.parent == ROOT / "chapters"  # the glossary's scope
-        for line in check_pair(english.read_text(), chinese.read_text(), terms=chapter_guide):
+        chapter_guide = english.parent.parent == ROOT / "chapters"
+        for line in check_pair(english.read_text(), chinese.read_text(), terms=True):
             print(f"{name:<14} {line}")
             differ.append(line)
         if chapter_guide:  # every exercise function: a ladder in both languages, its idea
@@ -364,6 +364,19 @@ def cmd_guides(args):
             print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
                   f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
         problems += bool(differ)
+    # Every other Chinese text a learner reads is held to the glossary too: the Chinese hint
+    # ladders, any other Chinese page, and the tool's own Chinese screens (wb/i18n.py).
+    from .guidecheck import forbidden_terms
+    from .i18n import chinese_templates, strip_fields
+    texts = [(str(p.relative_to(ROOT)), "\n".join(
+        t for rungs in load_ladders(p.name.split(".")[0], "zh").values() for t in rungs.values()))
+        for p in sorted((ROOT / "hints").glob("*.zh.json"))]
+    texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("docs/**/*.zh.md"))]
+    texts.append(("tools/wb/i18n.py", "\n".join(strip_fields(t) for t in chinese_templates())))
+    for name, text in texts:
+        for snippet, variant, term in forbidden_terms(text):
+            print(f"{name:<14} Chinese uses {variant} (glossary: {term}): {snippet}")
+            problems += 1
     # No key line of the reference in any guide: the ladders give them, one rung at a time.
     keys = key_lines()
     pages = [p for g in guides for p in (g, g.with_name("README.zh.md")) if p.exists()]

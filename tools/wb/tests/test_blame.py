@@ -14,6 +14,9 @@ from wb.hints import declared_functions, declaring_header, failing_function  # n
 from wb.instructor import Mutant, callers, enclosing_function, mutated_function  # noqa: E402
 from wb.results import Check, Failure, Outcome  # noqa: E402
 from wb.screen import check_screen  # noqa: E402
+from wb.i18n import use_language  # noqa: E402
+
+use_language("en")  # these screens are the English ones
 
 COURSE = parse_course(json.dumps({"reference": "none", "chapters": [
     {"label": "chapter8", "folder": "8-training", "title": "Chapter 8",

@@ -13,6 +13,9 @@ from wb.common import ROOT  # noqa: E402
 from wb.ladders import (KINDS, idea_headings, key_line_leaks, key_lines,  # noqa: E402
                         ladder_for, ladder_problems, load_ladders, reference_rung,
                         stub_functions)
+from wb.i18n import use_language  # noqa: E402
+
+use_language("en")  # these screens are the English ones
 
 ENGLISH = {"weighted_sum": {"idea": "each (b, h) is one matrix product",
                             "approach": "loop over b and h",

@@ -13,6 +13,9 @@ from wb.hints import hints_for, markdown_to_text  # noqa: E402
 from wb.results import (Outcome, first_error, own_warnings, parse_catch_xml,  # noqa: E402
                         signal_name)
 from wb.screen import check_screen, compile_error_screen  # noqa: E402
+from wb.i18n import use_language  # noqa: E402
+
+use_language("en")  # these screens are the English ones
 
 TEST = f"{ROOT}/tests/1-tensors/test_tensors.cpp"
 
