@@ -31,7 +31,7 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
-#include "capstone/minigpt/gpt_decode.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
 #include "peak.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));

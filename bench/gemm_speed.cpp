@@ -18,7 +18,7 @@
 #include <cblas.h>
 #include <CLI/CLI.hpp>
 
-#include "capstone/minigpt/gemm.hpp"
+#include "minigpt/fast/gemm.hpp"
 
 namespace {
 

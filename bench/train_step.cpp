@@ -30,7 +30,7 @@
 
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
-#include "capstone/minigpt/gpt_train.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 
 namespace {
 

@@ -49,15 +49,23 @@ LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 
 
+def course_path(relative):
+    """A guide's path as the course reads it: the mini-GPT program (minigpt/, beside the
+    chapters) is the capstone's program, so minigpt/README.md reads as chapters/capstone/minigpt/."""
+    return "chapters/capstone/" + relative if relative.startswith("minigpt/") else relative
+
+
 def page_label(relative):
-    """The page name of a guide, from its path in the source tree: chapter4_guide(_zh)."""
-    parts = relative.split("/")
+    """The page name of a guide, from its path in the source tree: chapter4_guide(_zh),
+    capstone_minigpt_guide for the mini-GPT program's."""
+    parts = course_path(relative).split("/")
     m = re.match(r"(\d+)-", parts[1]) if len(parts) > 2 else None
     name = "chapter" + m.group(1) if m else "_".join(re.sub(r"\W", "_", p) for p in parts[1:-1])
     return name + "_guide" + ("_zh" if parts[-1].endswith(".zh.md") else "")
 
 
 def is_guide(relative):
+    relative = course_path(relative)
     return (relative.startswith("chapters/") and relative.count("/") >= 2
             and os.path.basename(relative) in ("README.md", "README.zh.md"))
 

@@ -16,7 +16,7 @@
 //    streams A and B through it, so the multiply-adds run on full SIMD vectors. Rows of the
 //    inputs are read where they lie, not copied, whenever they are already tile-shaped.
 //  - A vectorisable exp. std::exp is a library call the compiler cannot put in a SIMD loop;
-//    wb::fast_exp_nonpositive (workbook/fast_exp.hpp) is 14 multiply-adds and integer
+//    wb::fast_exp_nonpositive (workbook/fast_math.hpp) is 14 multiply-adds and integer
 //    operations that it can (relative error ~1e-7). Every exp here is of a score minus a max,
 //    or minus lse (above every score), so its input is at most 0, all that function takes;
 //    a masked -inf score gets weight exactly 0.
@@ -37,7 +37,7 @@
 // order, and computes the weights P of each block pair once. (Heads are the only parallel
 // axis of the backward: B·H below the thread count leaves threads idle.)
 #include "capstone/attention_kernel.hpp"
-#include "workbook/fast_exp.hpp"
+#include "workbook/fast_math.hpp"
 #include "workbook/simd.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Fuzz target: the mini-GPT's UTF-8 tokenizers (chapters/capstone/minigpt: characters, and
+// Fuzz target: the mini-GPT's UTF-8 tokenizers (minigpt: characters, and
 // chapter 2's byte-level BPE) on arbitrary bytes. Every input goes through all the doors of the
 // tokenizer:
 //
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "capstone/minigpt/tokenizer.hpp"
+#include "minigpt/tokenizer.hpp"
 #include "fuzz_support.hpp"
 #include "workbook/core.hpp"
 

@@ -107,7 +107,7 @@ TEST_CASE("docs/bad_inputs.md names only checks that exist, and every reproducer
             if (reliability) reproducers.insert(name);
         }
     }
-    const std::string cli = read_text(root / "chapters/capstone/minigpt/CMakeLists.txt");
+    const std::string cli = read_text(root / "minigpt/CMakeLists.txt");
     for (const std::string& name : names_after(cli, "wb_minigpt_cli(", true)) {
         tests.insert("cli " + name);
     }

@@ -1,4 +1,4 @@
-#include "capstone/minigpt/data.hpp"
+#include "minigpt/data.hpp"
 #include "check.hpp"
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "capstone/minigpt/gpt_train.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 #include "check.hpp"
 #include "random_model.hpp"
 

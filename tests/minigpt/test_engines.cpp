@@ -1,4 +1,4 @@
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/train.hpp"
 #include "check.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "capstone/minigpt/explain.hpp"
+#include "minigpt/explain.hpp"
 #include "check.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "capstone/minigpt/gemm.hpp"
+#include "minigpt/fast/gemm.hpp"
 #include "check.hpp"
 
 #include <algorithm>

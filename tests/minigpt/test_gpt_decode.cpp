@@ -1,4 +1,4 @@
-#include "capstone/minigpt/gpt_decode.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
 #include "check.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/model_file.hpp"
 #include "check.hpp"
 
 #include <cstdint>

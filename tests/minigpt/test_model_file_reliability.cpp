@@ -1,5 +1,5 @@
-#include "capstone/minigpt/file_io.hpp"
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/file_io.hpp"
+#include "minigpt/model_file.hpp"
 #include "check.hpp"
 
 #include <cstdint>

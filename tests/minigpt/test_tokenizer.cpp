@@ -1,4 +1,4 @@
-#include "capstone/minigpt/tokenizer.hpp"
+#include "minigpt/tokenizer.hpp"
 #include "check.hpp"
 
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "8-training/checkpoint.hpp"
-#include "capstone/minigpt/data.hpp"
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/data.hpp"
+#include "minigpt/model_file.hpp"
 
 // Checks of the UTF-8 character tokenizer.
 //

@@ -1,5 +1,5 @@
-#include "capstone/minigpt/progress.hpp"
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/progress.hpp"
+#include "minigpt/train.hpp"
 #include "check.hpp"
 
 #include <cmath>

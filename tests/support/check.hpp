@@ -10,6 +10,15 @@
 // WB_CHECK_THROWS requires the exact exception type (a stub's wb::NotImplemented never
 // satisfies it) and a message that names every fact listed after the hint (see
 // message_names: any reasonable notation of the same numbers and names is accepted).
+//
+// The facts are what `tools/workbook messages` reads: each a string literal (or literals joined
+// with `+` to values the check computes, e.g. "truncated at byte " + std::to_string(n)), the
+// call written inside the macro. Ask only for what the function's @throws states: its name,
+// the offending values, the expectation. Catch's CHECK_THROWS_WITH / CHECK_THROWS_MATCHES with
+// Contains, Equals, StartsWith, EndsWith, Message or Matches are read too; a message read any
+// other way (e.what(), message_names called directly) is flagged, as the tool cannot see what
+// it asks. A TEST_CASE names the header clauses it proves with tags [c:<function>.<name>]
+// (`tools/workbook contract`).
 #pragma once
 
 #include <cmath>

@@ -15,6 +15,8 @@ Instructors:
   workbook verify-stubs                    every check fails on its stub, passes on the reference
   workbook mutants                         every catalogued mistake is caught by its chapter
   workbook guides                          English and Chinese guides share one structure
+  workbook contract [--check]              every header clause and the checks that prove it
+  workbook messages [--check]              checks ask of a message only what its @throws states
 
 CHAPTER is a number (3), a label (chapter3), `capstone` or `all`. Run `workbook VERB --help`.
 Only the Python standard library is used.

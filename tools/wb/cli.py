@@ -7,6 +7,9 @@ import sys
 import wb
 from .bench import cmd_bench
 from .common import ROOT, WorkbookError
+from .contract import cmd_contract
+from .messages import cmd_messages
+from .tables import cmd_tables
 from .handout import cmd_handout, cmd_leaks
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
 from .learner import (cmd_check, cmd_hint, cmd_lang, cmd_next, cmd_record, cmd_status,
@@ -186,6 +189,46 @@ def main(argv=None):
     p = verbs.add_parser("guides", help="check that each guide's Chinese edition has its structure")
     p.add_argument("--require-all", action="store_true", help="a missing README.zh.md is an error")
     p.set_defaults(func=cmd_guides)
+
+    p = verbs.add_parser("tables", help="check the chapter tables of README.md and README.zh.md "
+                         "against the build's chapters (course.json)")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "solutions"))
+    p.set_defaults(func=cmd_tables)
+
+    p = verbs.add_parser("contract", help="every clause of the headers and the checks that "
+                         "prove it", description="Lists, per chapter, every clause of its "
+                         "headers (a promise ending in `<!-- clause: <function>.<name> -->`) "
+                         "with its sentence and the checks (TEST_CASEs tagged [c:<id>]) that "
+                         "prove it. --check: exit status 1 when a clause has no check, a "
+                         "[c:...] tag names no clause, or an id is used twice. Reads the files "
+                         "only: no build needed.")
+    p.add_argument("--chapters", "--only", dest="chapters", nargs="*", metavar="CHAPTER",
+                   help="report on these chapters (3, chapter3, capstone; default: all)")
+    p.add_argument("--check", action="store_true", help="exit status 1 on a clause without a "
+                   "check, a tag naming no clause or a duplicate id (each named)")
+    p.add_argument("--json", action="store_true", help="the clauses and every check's tags as "
+                   "JSON (a check's \"functions\" are its clause ids' function parts)")
+    p.add_argument("--extra-tests", metavar="DIR", help="also read DIR/<chapter folder>/*.cpp "
+                   "(an instructor's extra checks, as for grade)")
+    p.set_defaults(func=cmd_contract)
+
+    p = verbs.add_parser("messages", help="every fact a check requires of an exception message "
+                         "is one its function's @throws states", description="Finds each "
+                         "requirement a check puts on an exception message (WB_CHECK_THROWS's "
+                         "facts, *_THROWS_WITH matchers), maps it to the function called and "
+                         "flags every word, number or shape the function's @throws text does "
+                         "not state (the function's name and the call's offending values are "
+                         "allowed). It also flags a message read any other way, and a "
+                         "catalogued mistake whose \"likely mistake\" banner would show for "
+                         "failures of message wording alone. --check: exit status 1 when "
+                         "anything is flagged.")
+    p.add_argument("--chapters", "--only", dest="chapters", nargs="*", metavar="CHAPTER",
+                   help="these chapters' checks only (default: all)")
+    p.add_argument("--check", action="store_true", help="exit status 1 when anything is flagged")
+    p.add_argument("--json", action="store_true", help="the requirements and findings as JSON")
+    p.add_argument("--all", action="store_true", help="also list the requirements that pass")
+    p.add_argument("--extra-tests", metavar="DIR", help="also read DIR/<chapter folder>/*.cpp")
+    p.set_defaults(func=cmd_messages)
 
     # `workbook hint 1 | head` ends quietly when head has read enough.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

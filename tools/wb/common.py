@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The given mini-GPT program, beside the course (CMake's WB_MINIGPT_DIR names the same folder).
+MINIGPT_DIR = ROOT / "minigpt"
 
 
 class WorkbookError(Exception):

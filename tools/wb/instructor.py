@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import ROOT, WorkbookError, build, configure, progress_bar, run
+from .common import MINIGPT_DIR, ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
 from .ladders import (hint_file, idea_headings, key_line_leaks, key_lines, ladder_problems,
@@ -327,7 +327,7 @@ def cmd_guides(args):
     problems = 0
     # The chapter guides, the mini-GPT program's guide and the top-level README.
     guides = sorted((ROOT / "chapters").glob("*/README.md")) + [
-        ROOT / "chapters" / "capstone" / "minigpt" / "README.md", ROOT / "README.md"]
+        MINIGPT_DIR / "README.md", ROOT / "README.md"]
     for english in guides:
         chinese = english.with_name("README.zh.md")
         name = "README" if english.parent == ROOT else english.parent.name

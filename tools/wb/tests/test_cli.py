@@ -12,13 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from wb import cli  # noqa: E402
 
 VERBS = ["use", "status", "check", "watch", "next", "hint", "grade", "bench", "verify-stubs",
-         "mutants", "guides", "handout"]
+         "mutants", "guides", "handout", "contract", "messages"]
 
 
 class Cli(unittest.TestCase):
     def test_every_module_imports(self):
         for name in ("common", "course", "results", "hints", "screen", "learner", "instructor",
-                     "bench", "cli", "handout", "classreport"):
+                     "bench", "cli", "handout", "classreport", "cppscan", "contract",
+                     "messages"):
             importlib.import_module(f"wb.{name}")
 
     def test_every_verb_has_its_help(self):

@@ -1,6 +1,6 @@
 // The two tokenizers: characters (strict UTF-8 in and out, one id per code point) and
 // chapter 2's byte-level BPE.
-#include "capstone/minigpt/tokenizer.hpp"
+#include "minigpt/tokenizer.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -32,7 +32,7 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
-#include "capstone/minigpt/tokenizer.hpp"
+#include "minigpt/tokenizer.hpp"
 
 namespace wb::minigpt {
 

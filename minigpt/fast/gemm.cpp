@@ -19,7 +19,7 @@
 // order (one FMA chain from 0), and the blocks are added to C in order (the first one also
 // takes beta · C, or replaces C when beta is 0). Nothing depends on the thread count, the
 // data or the alignment of the buffers.
-#include "capstone/minigpt/gemm.hpp"
+#include "minigpt/fast/gemm.hpp"
 
 #include <cblas.h>
 

@@ -1,5 +1,5 @@
 // The training loop: batches → the engine's forward/backward → clip → AdamW, with evaluation.
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/train.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,8 +10,8 @@
 
 #include <omp.h>
 
-#include "capstone/minigpt/data.hpp"
-#include "capstone/minigpt/gpt_train.hpp"
+#include "minigpt/data.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 
 // OpenBLAS's own setter, declared here because <cblas.h> clashes with xtensor-blas' copy.
 extern "C" void openblas_set_num_threads(int num_threads);

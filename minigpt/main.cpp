@@ -25,13 +25,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "capstone/minigpt/data.hpp"
-#include "capstone/minigpt/explain.hpp"
-#include "capstone/minigpt/file_io.hpp"
-#include "capstone/minigpt/gpt_decode.hpp"
-#include "capstone/minigpt/model_file.hpp"
-#include "capstone/minigpt/progress.hpp"
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/data.hpp"
+#include "minigpt/explain.hpp"
+#include "minigpt/file_io.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
+#include "minigpt/model_file.hpp"
+#include "minigpt/progress.hpp"
+#include "minigpt/train.hpp"
 
 #if __has_include("workbook/svg.hpp")
 #include "workbook/svg.hpp"

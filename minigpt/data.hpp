@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "8-training/model.hpp"
-#include "capstone/minigpt/tokenizer.hpp"
+#include "minigpt/tokenizer.hpp"
 #include "workbook/core.hpp"
 
 namespace wb::minigpt {
@@ -18,7 +18,7 @@ namespace wb::minigpt {
 /// @addtogroup minigpt
 /// @{
 
-/// The bundled corpus, `chapters/capstone/minigpt/data/shakespeare.txt`, as an absolute path
+/// The bundled corpus, `minigpt/data/shakespeare.txt`, as an absolute path
 /// fixed when the program is built (see data/README.md for its source and licence).
 /// @return the path
 std::string bundled_corpus_path();

@@ -16,8 +16,8 @@
 //    apply_rope at offset 0, from cos / sin tables made once per trainer), and dq, dk are
 //    turned back (by the opposite angle) as they are merged back into rows;
 //  - the other loops (LayerNorm, GELU, softmax + cross entropy, head split/merge) run over
-//    rows with `#pragma omp parallel for`; GELU computes erf and exp by polynomials, 8 lanes
-//    at a time, and saves its derivative for the backward.
+//    rows with `#pragma omp parallel for`; GELU is wb::gelu_bias_row (workbook/fast_math.hpp, the
+//    decoder's GELU too), which saves its derivative for the backward.
 //
 // Threads: OpenMP does every parallel loop, and the GEMMs are cut into pieces (of rows or of
 // columns, see cut_of) that the same OpenMP threads share, each piece one single-threaded
@@ -28,15 +28,12 @@
 //
 // Shapes: B sequences of T tokens, N = B·T rows (row b·T + t), D width, F = 4D, H heads of
 // width d = D / H, L blocks, V vocabulary. Weights in PyTorch's [out, in] layout.
-#include "capstone/minigpt/gpt_train.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 
 #include <cblas.h>
 #include <omp.h>
 
-#include "workbook/simd.hpp"
-#ifdef WB_SIMD_X86
-#include <immintrin.h>  // an AVX2 + FMA GELU beside the portable one, picked at run time
-#endif
+#include "workbook/fast_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -47,8 +44,8 @@
 #include <vector>
 
 #include "capstone/attention_kernel.hpp"
-#include "capstone/minigpt/gemm.hpp"
-#include "capstone/minigpt/rope_tables.hpp"
+#include "minigpt/fast/gemm.hpp"
+#include "minigpt/fast/rope_tables.hpp"
 
 namespace wb::minigpt {
 
@@ -239,116 +236,6 @@ void linear_back(const float* dy, std::size_t ldy, const float* x, const float* 
             for (std::size_t n = 0; n < N; ++n) after(n, n + 1);
         }
     }
-}
-
-// ---- GELU, exact form x Φ(x), Φ(x) = (1 + erf(x / √2)) / 2 -----------------------------------
-
-// erf(x) by the rational approximation XLA and Eigen use: odd polynomial over even
-// polynomial on [-4, 4] (beyond, erf is ±1 in float), within 4e-7 of the true value. Plain
-// arithmetic, unlike std::erf (7 % of a step, one value per call), so it runs 8 lanes wide.
-constexpr float kErfNum[7] = {
-    -2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f, -5.69250639462346e-05f,
-    -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
-constexpr float kErfDen[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f,
-                              -1.68282697438203e-03f, -7.37332916720468e-03f,
-                              -1.42647390514189e-02f};
-// exp(x) for x <= 0, Cephes' expf: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-7
-// polynomial, 2ⁿ written straight into the exponent bits (1.5·2²³ added to x/ln2 rounds it
-// to the integer n, which then sits in the low mantissa bits). Within 8e-8 relative.
-constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5·2²³
-constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;      // ln2 = hi + lo
-constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
-
-// GELU of one value u and its derivative: y = u Φ(u), grad = Φ(u) + u φ(u).
-inline void gelu_one(float u, float& y, float& grad) {
-    float x = u * kInvSqrt2;
-    x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
-    const float x2 = x * x;
-    float p = kErfNum[0];
-    for (int i = 1; i < 7; ++i) p = p * x2 + kErfNum[i];
-    float q = kErfDen[0];
-    for (int i = 1; i < 5; ++i) q = q * x2 + kErfDen[i];
-    const float cdf = 0.5f * (1.0f + x * p / q);  // Φ(u)
-
-    float z = -0.5f * u * u;
-    z = z >= -87.0f ? z : -87.0f;  // exp(-87) ~ 1.6e-38 is still a normal float; NaN too
-    const float t = z * kLog2e + kRound;
-    const float n = t - kRound;
-    std::int32_t bits;
-    std::memcpy(&bits, &t, sizeof bits);
-    const float r = z - n * kLn2Hi - n * kLn2Lo;
-    float e = kExpPoly[0];
-    for (int i = 1; i < 6; ++i) e = e * r + kExpPoly[i];
-    e = e * r * r + r + 1.0f;
-    const std::uint32_t scale_bits = (static_cast<std::uint32_t>(bits) - 0x4B400000u + 127u)
-                                     << 23;  // 2ⁿ (unsigned: defined for any bits)
-    float scale;
-    std::memcpy(&scale, &scale_bits, sizeof scale);
-    const float pdf = e * scale * kInvSqrt2Pi;  // φ(u) = exp(-u²/2) / sqrt(2 pi)
-
-    y = u * cdf;
-    grad = cdf + u * pdf;  // product rule
-}
-
-// One row of F features: u = y + b (y holds x w_fcᵀ), then y = GELU(u) and grad = GELU'(u),
-// kept for the backward, which then needs no erf and no exp.
-void gelu_row_default(float* y, float* grad, const float* b, std::size_t F) {
-    for (std::size_t j = 0; j < F; ++j) gelu_one(y[j] + b[j], y[j], grad[j]);
-}
-
-#ifdef WB_SIMD_X86
-// The same, 8 values at a time with AVX2 + FMA. Written with intrinsics because GCC does not
-// vectorise the clamps (float comparisons) under the default -ftrapping-math.
-WB_TARGET_AVX2 void gelu_row_avx2(float* y, float* grad, const float* b, std::size_t F) {
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    std::size_t j = 0;
-    for (; j + 8 <= F; j += 8) {
-        const __m256 u = _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_loadu_ps(b + j));
-        __m256 x = _mm256_mul_ps(u, _mm256_set1_ps(kInvSqrt2));
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-4.0f)), _mm256_set1_ps(4.0f));
-        const __m256 x2 = _mm256_mul_ps(x, x);
-        __m256 p = _mm256_set1_ps(kErfNum[0]);
-        for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfNum[i]));
-        __m256 q = _mm256_set1_ps(kErfDen[0]);
-        for (int i = 1; i < 5; ++i) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfDen[i]));
-        const __m256 erf = _mm256_div_ps(_mm256_mul_ps(x, p), q);
-        const __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
-
-        __m256 z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), u), u);
-        z = _mm256_max_ps(z, _mm256_set1_ps(-87.0f));
-        const __m256 t = _mm256_fmadd_ps(z, _mm256_set1_ps(kLog2e), _mm256_set1_ps(kRound));
-        const __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(kRound));
-        __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), z);
-        r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-        __m256 e = _mm256_set1_ps(kExpPoly[0]);
-        for (int i = 1; i < 6; ++i) e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(kExpPoly[i]));
-        e = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(e, r), r, r), one);
-        const __m256i pow2 = _mm256_slli_epi32(
-            _mm256_add_epi32(
-                _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000)),
-                _mm256_set1_epi32(127)),
-            23);
-        const __m256 pdf =
-            _mm256_mul_ps(_mm256_mul_ps(e, _mm256_castsi256_ps(pow2)), _mm256_set1_ps(kInvSqrt2Pi));
-
-        _mm256_storeu_ps(y + j, _mm256_mul_ps(u, cdf));
-        _mm256_storeu_ps(grad + j, _mm256_fmadd_ps(u, pdf, cdf));
-    }
-    for (; j < F; ++j) gelu_one(y[j] + b[j], y[j], grad[j]);
-}
-
-#endif
-
-using GeluRow = void (*)(float*, float*, const float*, std::size_t);
-// The AVX2 row wherever the processor runs AVX2 + FMA (AVX-512 included), unless WB_SIMD=0.
-GeluRow gelu_row() {
-#ifdef WB_SIMD_X86
-    return simd_level() >= kSimdAvx2 ? gelu_row_avx2 : gelu_row_default;
-#else
-    return gelu_row_default;
-#endif
 }
 
 // ---- LayerNorm over the D features of each row ---------------------------------------------
@@ -661,12 +548,11 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
 
         // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)). After x w_fcᵀ, the
         // bias and GELU on its rows, and x_out started as x_mid plus the bias b_proj.
-        const GeluRow gelu = gelu_row();
         const float* b_fc = w.b_fc.data();
         const float* b_proj = w.b_proj.data();
         const auto gelu_rows = [&](std::size_t r0, std::size_t r1) {
             for (std::size_t n = r0; n < r1; ++n) {
-                gelu(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
+                wb::gelu_bias_row(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
                 for (std::size_t i = 0; i < D; ++i) x_out[n * D + i] = x_mid[n * D + i] + b_proj[i];
             }
         };

@@ -1,5 +1,5 @@
 // Bounded reads and crash-safe writes of whole files (POSIX: open, fstat, fsync, rename).
-#include "capstone/minigpt/file_io.hpp"
+#include "minigpt/file_io.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

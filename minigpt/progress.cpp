@@ -1,5 +1,5 @@
 // The progress bar and the plain progress lines of the minigpt command.
-#include "capstone/minigpt/progress.hpp"
+#include "minigpt/progress.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -36,7 +36,7 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/model_file.hpp"
 
 namespace wb::minigpt {
 

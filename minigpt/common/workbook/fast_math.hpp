@@ -1,11 +1,16 @@
-/// @file fast_exp.hpp
-/// @brief exp in plain multiply-adds, for the loops that must vectorise (given code).
+/// @file fast_math.hpp
+/// @brief The fast paths' one exp and one GELU (given code).
 ///
-/// Shared by the capstone's reference kernel and the mini-GPT's fast decoder, so that both
-/// softmaxes use one exp with one answer for every input. Every exp they take is of a number
-/// at most 0 (a score minus its max, or -z² in GELU's erf), and that is all this one handles.
+/// - `fast_exp_nonpositive`: exp in plain multiply-adds, for the loops that must vectorise.
+///   The capstone's reference kernel and the mini-GPT's fast decoder take every softmax exp with
+///   it, and the GELU below its φ. Every exp they take is of a number at most 0 (a score minus
+///   its max, or -u²/2), and that is all this one handles.
+/// - `gelu_bias_row`: GELU of a row plus a bias, and optionally its derivative: the fast
+///   trainer's forward and the fast decoder both call this one compiled function, so training
+///   and decoding compute bit-identical GELU values (tests/minigpt/test_fast_math.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -16,7 +21,7 @@ namespace wb {
 ///
 /// x = n·ln2 + r with |r| <= ln2/2; exp(r) by a degree-6 minimax polynomial; 2^n written into
 /// the exponent bits straight from the rounding's own sum. Relative error about two roundings:
-/// tests/minigpt/test_fast_exp.cpp holds it below 1.5e-7 against std::exp on every 61st float
+/// tests/minigpt/test_fast_math.cpp holds it below 1.5e-7 against std::exp on every 61st float
 /// in [-88, 0].
 ///
 /// Below -88, and for -inf (a masked score), n is -127: the exponent bits are 0, 2^n is +0
@@ -46,5 +51,13 @@ inline __attribute__((always_inline)) float fast_exp_nonpositive(float x_in) {
     std::memcpy(&two_n, &bits, sizeof two_n);
     return p * two_n;
 }
+
+/// The exact GELU, u Φ(u) with Φ(u) = (1 + erf(u / √2)) / 2, of each u = y[j] + b[j], written
+/// over y[j], for j in [0, n); when `grad` is not null, also grad[j] = GELU'(u) = Φ(u) + u φ(u)
+/// (the trainer keeps it for the backward). erf by the rational approximation XLA and Eigen use
+/// (within 4e-7 of the true value; ±1 beyond |x| = 4, where erf is ±1 in float), φ's exp by
+/// `fast_exp_nonpositive`. One compiled function, picked once by `wb::simd_level()` (AVX2 + FMA
+/// eight lanes wide, or portable), so every caller on one machine gets the same bits.
+void gelu_bias_row(float* y, float* grad, const float* b, std::size_t n);
 
 }  // namespace wb

@@ -1,6 +1,6 @@
 // "See inside" a trained mini-GPT: the attention weights and next-token choices of chapter 8's
 // forward on a prompt, as one self-contained HTML page and JSON (explain.hpp).
-#include "capstone/minigpt/explain.hpp"
+#include "minigpt/explain.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -10,7 +10,7 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
-#include "capstone/minigpt/file_io.hpp"
+#include "minigpt/file_io.hpp"
 
 namespace wb::minigpt {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/model_file.hpp"
 
 namespace wb::minigpt {
 

@@ -1,6 +1,6 @@
 // Corpus loading, the train / held-out split, and the random-window loader.
-#include "capstone/minigpt/data.hpp"
-#include "capstone/minigpt/file_io.hpp"
+#include "minigpt/data.hpp"
+#include "minigpt/file_io.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #ifndef WB_MINIGPT_CORPUS
-#define WB_MINIGPT_CORPUS "chapters/capstone/minigpt/data/shakespeare.txt"
+#define WB_MINIGPT_CORPUS "minigpt/data/shakespeare.txt"
 #endif
 
 namespace wb::minigpt {

@@ -1,4 +1,4 @@
-#include "workbook/fast_exp.hpp"
+#include "workbook/fast_math.hpp"
 
 #include "check.hpp"
 
@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 // wb::fast_exp_nonpositive, the exp of the capstone's kernel and the fast decoder, against
 // std::exp in double, which is exact to far below a float's rounding.
@@ -57,4 +58,32 @@ TEST_CASE("fast_exp_nonpositive: exp(0) = 1, exactly 0 below -88 and for -inf, N
     CHECK(wb::fast_exp_nonpositive(-std::numeric_limits<float>::infinity()) == 0.0f);
     CHECK(std::isnan(wb::fast_exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
     CHECK(std::fabs(wb::fast_exp_nonpositive(-1.0f) - 0.36787944117144233) <= 1.5e-7 * 0.368);
+}
+
+// wb::gelu_bias_row: the fast trainer calls it with a derivative buffer (its forward), the fast
+// decoder without one (generation). Both forms must give the same GELU bits, or a model would
+// decode with other numbers than it was trained with; and both must be the exact GELU.
+TEST_CASE("gelu_bias_row gives the trainer's and the decoder's GELU the same bits, within 1e-6 "
+          "of x Φ(x), and its derivative within 1e-6",
+          "[gelu]") {
+    for (std::size_t n : {1u, 7u, 8u, 9u, 64u, 67u}) {
+        std::vector<float> x(n), b(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            x[j] = -9.0f + 18.0f * static_cast<float>(j) / static_cast<float>(n);  // [-9, 9)
+            b[j] = 0.25f * static_cast<float>(j % 3) - 0.25f;
+        }
+        std::vector<float> trained = x, grad(n, std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> decoded = x;
+        wb::gelu_bias_row(trained.data(), grad.data(), b.data(), n);
+        wb::gelu_bias_row(decoded.data(), nullptr, b.data(), n);
+        for (std::size_t j = 0; j < n; ++j) {
+            INFO("n = " << n << ", u = " << x[j] + b[j]);
+            CHECK(std::memcmp(&trained[j], &decoded[j], sizeof(float)) == 0);
+            const double u = static_cast<double>(x[j]) + b[j];
+            const double cdf = 0.5 * (1.0 + std::erf(u / std::sqrt(2.0)));
+            const double pdf = std::exp(-0.5 * u * u) / std::sqrt(2.0 * 3.14159265358979323846);
+            CHECK(std::fabs(trained[j] - u * cdf) <= 1e-6 * (1.0 + std::fabs(u * cdf)));
+            CHECK(std::fabs(grad[j] - (cdf + u * pdf)) <= 1e-6 * (1.0 + std::fabs(cdf + u * pdf)));
+        }
+    }
 }

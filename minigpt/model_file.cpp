@@ -1,5 +1,5 @@
 // Saving, loading and sampling a trained mini-GPT.
-#include "capstone/minigpt/model_file.hpp"
+#include "minigpt/model_file.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "8-training/checkpoint.hpp"
-#include "capstone/minigpt/file_io.hpp"
+#include "minigpt/file_io.hpp"
 
 namespace wb::minigpt {
 

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/train.hpp"
 
 namespace wb::minigpt {
 

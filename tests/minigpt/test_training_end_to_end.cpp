@@ -7,9 +7,9 @@
 
 #include <unistd.h>
 
-#include "capstone/minigpt/data.hpp"
-#include "capstone/minigpt/model_file.hpp"
-#include "capstone/minigpt/train.hpp"
+#include "minigpt/data.hpp"
+#include "minigpt/model_file.hpp"
+#include "minigpt/train.hpp"
 
 // The mini-GPT trained end to end through the capstone's attention kernel (every step's
 // forward and backward go through wb::minigpt::GptTrainer, which calls the kernel).
@@ -62,7 +62,7 @@ Setup small_setup(std::size_t steps) {
 TEST_CASE(
     "training the mini-GPT on the bundled corpus brings the held-out loss below 2.6 "
     "in 200 steps",
-    "[capstone]") {
+    "[minigpt][training]") {
     Setup s = small_setup(200);
     std::size_t calls = 0;
     const auto result =
@@ -86,7 +86,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a trained mini-GPT generates the same text after a checkpoint round trip",
-          "[capstone]") {
+          "[minigpt][training]") {
     Setup s = small_setup(20);
     wb::minigpt::train(s.model.params, s.model.config, s.split.train, s.split.held_out, s.options);
     s.model.step = 20;
