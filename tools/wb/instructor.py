@@ -371,7 +371,10 @@ def cmd_guides(args):
     texts = [(str(p.relative_to(ROOT)), "\n".join(
         t for rungs in load_ladders(p.name.split(".")[0], "zh").values() for t in rungs.values()))
         for p in sorted((ROOT / "hints").glob("*.zh.json"))]
-    texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("docs/**/*.zh.md"))]
+    paired = {g.with_name("README.zh.md") for g in guides}
+    pages = [p for top in ROOT.iterdir() if top.is_dir() and top.name not in ("build", "prebuilt")
+             and not top.name.startswith(".") for p in top.rglob("*.zh.md")]
+    texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(pages) if p not in paired]
     texts.append(("tools/wb/i18n.py", "\n".join(strip_fields(t) for t in chinese_templates())))
     for name, text in texts:
         for snippet, variant, term in forbidden_terms(text):
