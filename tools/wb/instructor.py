@@ -163,21 +163,26 @@ def enclosing_function(text, index):
 
 
 def mutated_function(mutant, text):
-    """The function a catalogued MUTANT changes in TEXT (its reference file)."""
-    return mutant.function or enclosing_function(text, text.index(mutant.find))
+    """The function a catalogued MUTANT changes in TEXT (its reference file); outside any
+    function (a constant of the file), the name the edit defines."""
+    found = mutant.function or enclosing_function(text, text.index(mutant.find))
+    if not found:
+        defined = re.search(r"(\w+)\s*(?:=|\{|;)", mutant.find)
+        found = defined.group(1) if defined else ""
+    return found
 
 
 def callers(helper, text, exported):
-    """The functions of EXPORTED whose bodies in TEXT call HELPER (directly or through other
-    helpers of the file): who a helper's mistake belongs to."""
+    """The functions of EXPORTED whose bodies in TEXT call or read HELPER (a function or a
+    constant of the file; directly or through other helpers): who its mistake belongs to."""
     from .handout import function_bodies
     bodies = {name: " ".join(body) for name, _, body in function_bodies(text)}
     found, todo = set(), [helper]
     while todo:
         name = todo.pop()
         for other, body in bodies.items():
-            if other not in found and other != name and re.search(rf"\b{re.escape(name)}\s*[(<]",
-                                                                   body):
+            if other not in found and other != name and name and \
+                    re.search(rf"\b{re.escape(name)}\b", body):
                 found.add(other)
                 todo.append(other)
     return [f for f in exported if f in found]

@@ -103,6 +103,13 @@ class Mutated(unittest.TestCase):
     def test_a_helpers_mistake_belongs_to_its_callers(self):
         self.assertEqual(callers("scale", CODE, ["f", "h"]), ["f"])
 
+    def test_a_constant_of_the_file_belongs_to_the_functions_that_read_it(self):
+        code = "constexpr int kAxis = 3;\nint f(int x) { return x + kAxis; }\nint g() { return 1; }\n"
+        mutant = Mutant("m", "x", find="constexpr int kAxis = 3;\n")
+        self.assertEqual(mutated_function(mutant, code), "kAxis")
+        self.assertEqual(callers("kAxis", code, ["f", "g"]), ["f"])
+        self.assertEqual(callers("", code, ["f", "g"]), [])
+
 
 if __name__ == "__main__":
     unittest.main()
