@@ -180,6 +180,9 @@ def main(argv=None):
     p.add_argument("--blame", action="store_true", help="also say, for each caught mutant, "
                    "whether the `your code:` line of `check` names the function it changed, "
                    "and how often in all")
+    p.add_argument("--from-signatures", action="store_true", help="with --blame: compile "
+                   "nothing, take each mutant's failing checks from tools/mutants/signatures.json "
+                   "(the whole catalogue in seconds)")
     p.add_argument("--sample", type=int, metavar="N", help="only N mutants of each chapter, "
                    "drawn with --seed (default: every mutant)")
     p.add_argument("--seed", type=int, default=1, help="the seed of --sample (default 1)")

@@ -196,6 +196,69 @@ def blame_line(chapter, outcome):
     return (failing_function(first, chapter) if not first.stub else None), first
 
 
+TEST_CASE = re.compile(r'\bTEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)(?:,\s*((?:"(?:[^"\\]|\\.)*"\s*)+))?\)')
+
+
+def declared_checks(folder):
+    """{title: (file, line, [tags])} of the TEST_CASEs in tests/FOLDER/*.cpp."""
+    found = {}
+    for path in sorted((ROOT / "tests" / folder).glob("*.cpp")):
+        text = path.read_text(encoding="utf-8")
+        for m in TEST_CASE.finditer(text):
+            title = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+            tags = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            found[title] = (str(path.relative_to(ROOT)), text.count("\n", 0, m.start()) + 1,
+                            re.findall(r"\[([^\]]+)\]", tags))
+    return found
+
+
+def blame_from_signatures(catalogue, course, wanted):
+    """The blame survey without compiling: each catalogued mutant's failing checks as the last
+    `mutants --signatures` recorded them (tools/mutants/signatures.json), their tags read from
+    the checks' sources, and the screen's choice of check and function made on them. A quick
+    estimate over the whole catalogue; the compiled survey is `mutants --blame`."""
+    from .hints import failing_function, header_functions
+    from .results import Check, Failure, Outcome
+    from .screen import SIGNATURES, first_failure, known_mistake
+    signatures = json.loads(SIGNATURES.read_text(encoding="utf-8"))
+    named = total = 0
+    for label in course.labels:
+        if label not in wanted:
+            continue
+        chapter = course.get(label)
+        checks = declared_checks(chapter.folder)
+        exported = header_functions(chapter)
+        for m in (m for m in catalogue if m.folder == chapter.folder):
+            sig = signatures.get(m.name)
+            if not sig:
+                print(f"NO SIGNATURE {label:<9} {m.name}")
+                continue
+            failed = []
+            for title in sig.get("failing", []):
+                file, line, tags = checks.get(title, ("", 0, []))
+                text = sig.get("messages", {}).get(title, "")
+                failed.append(Check(f"{label}: {title}", False, [Failure(file, line, text)],
+                                    file, line, tags=tags))
+            failed.sort(key=lambda c: (c.file, c.line))
+            outcome = Outcome(failed)
+            first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
+            blamed = failing_function(first, chapter)
+            text = (ROOT / "solutions" / chapter.folder / m.file).read_text(encoding="utf-8")
+            changed = mutated_function(m, text)
+            owners = [changed] if changed in exported else callers(changed, text, exported) or \
+                [changed]
+            hit = blamed in owners
+            total += 1
+            named += hit
+            print(f"{'NAMED ' if hit else 'MISSED'} {label:<9} {m.name:<40} changed wb::{changed}"
+                  + (f" (read by {', '.join(owners)})" if owners != [changed] else "")
+                  + f", your code: {'wb::' + blamed if blamed else '(none)'}")
+    share = 100 * named / total if total else 0
+    print(f"your code: names the changed function for {named}/{total} catalogued mutants "
+          f"({share:.0f}%; from the recorded signatures, nothing compiled)")
+    return 0
+
+
 def cmd_mutants(args):
     build_dir = Path(args.build_dir)
     catalogue = []
@@ -209,6 +272,14 @@ def cmd_mutants(args):
         for m in catalogue:
             print(f"{m.folder:<14} {m.name:<32} {m.mistake}")
         return 0
+    if args.from_signatures:
+        from .course import any_course
+        course = any_course(build_dir)
+        if course is None:
+            raise WorkbookError("no configured build to read the chapters from: cmake --preset "
+                                "solutions first (or pass --build-dir)")
+        wanted = {course.find(c).label for c in args.only} if args.only else set(course.labels)
+        return blame_from_signatures(catalogue, course, wanted)
 
     if not any((ROOT / "solutions").glob("*/*.cpp")):
         raise WorkbookError("the mistakes are edits of the reference sources (solutions/), which "
