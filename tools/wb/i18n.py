@@ -277,6 +277,12 @@ MESSAGES = {
                       "one", "每一章都是参考答案：运行 `tools/workbook use N student` 开始完成其中一章"),
     "status_next": ("next: {heading}: `tools/workbook check {number}` (guide: {guide})",
                     "下一章：{heading}：`tools/workbook check {number}`（指南：{guide}）"),
+    # errors a learner can fix
+    "not_configured": ("{build} is not configured yet: run `cmake --preset student` first (or pass "
+                       "--build-dir)", "{build} 还没有配置：先运行 `cmake --preset student`（或给出 "
+                       "--build-dir）"),
+    "unknown_chapter": ("unknown chapter '{text}'; known: {known}",
+                        "没有“{text}”这一章；已有：{known}"),
     # use, record, lang
     "use_building": ("building {targets} ...", "正在构建 {targets}……"),
     "use_rebuilt": ("rebuilt what depends on {names} in {build} ({seconds:.0f} s)",

@@ -385,10 +385,12 @@ def dependent_targets(build_dir, chapters):
         outputs = result.stdout.split("outputs:", 1)[1].split() if "outputs:" in \
             result.stdout else []
         for out in outputs:
+            path = build_dir / out
             if out.endswith(".a"):
                 todo.append(out)
-            elif "/" not in out and "." not in out and (build_dir / out).exists():
-                found.append(out)  # a program built before: relinked (or recompiled) now
+            elif not Path(out).is_absolute() and "." not in path.name and path.is_file() and \
+                    os.access(path, os.X_OK):
+                found.append(path.name)  # a program built before (the target is its name)
     return list(dict.fromkeys(wanted + found))
 
 
