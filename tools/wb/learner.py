@@ -293,16 +293,22 @@ def cmd_status(args):
     return 0
 
 
+def hint_key(check):
+    """What the hints seen are kept under: the check, and whether it stopped at an unwritten
+    function (once it is written, its hints start again from the first)."""
+    return check.title + (" (not written)" if check.stub else "")
+
+
 def hints_shown(chapter, check):
     """How many hints of CHECK (of CHAPTER) the learner has seen: kept in the progress file."""
     state = read_progress(progress_file()).get("hints", {}).get(chapter.label, {})
-    value = state.get(check.title, 0)
+    value = state.get(hint_key(check), 0)
     return value if isinstance(value, int) else 0
 
 
 def keep_hints_shown(chapter, check, n):
     data = read_progress(progress_file())
-    data.setdefault("hints", {}).setdefault(chapter.label, {})[check.title] = n
+    data.setdefault("hints", {}).setdefault(chapter.label, {})[hint_key(check)] = n
     write_progress(data, progress_file())
 
 
