@@ -54,8 +54,10 @@ def say(key, **values):
     en, chinese = MESSAGES[key]
     if not zh():
         return en.format(**values)
-    # No space after Chinese punctuation where a filled-in value ended the clause.
-    return re.sub(r"([）：；，。、])[ ]+(?=\S)", r"\1", chinese.format(**values))
+    # No space after Chinese punctuation where a filled-in value ended the clause, nor between
+    # two Chinese words where a filled-in value was Chinese.
+    text = re.sub(r"([）：；，。、])[ ]+(?=\S)", r"\1", chinese.format(**values))
+    return re.sub(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff（])", "", text)
 
 
 def width(text):

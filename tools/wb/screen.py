@@ -36,11 +36,18 @@ TOKEN = re.compile(f"[{CJK}]|[^\\s{CJK}]+|\\s+")
 
 def para(text, indent="", more="      "):
     """TEXT wrapped to WIDTH columns: between words, and between any two Chinese characters
-    (a Chinese line has no spaces to break at)."""
+    (a Chinese line has no spaces to break at); never inside a `command`."""
+    glue = "\x00"
+    text = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", glue), text)
     if not re.search(f"[{CJK}]", text):
         import textwrap
-        return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=more,
-                             break_on_hyphens=False, break_long_words=False)
+        return [l.replace(glue, " ") for l in textwrap.wrap(
+            text, WIDTH, initial_indent=indent, subsequent_indent=more, break_on_hyphens=False,
+            break_long_words=False)]
+    return [l.replace(glue, " ") for l in _wrap_columns(text, indent, more)]
+
+
+def _wrap_columns(text, indent, more):
     lines, line = [], indent
     for token in TOKEN.findall(text):
         if token.isspace():
