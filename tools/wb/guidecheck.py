@@ -20,7 +20,6 @@ editions must have the same numbers and the same markers.
 import re
 
 from .common import ROOT
-from .ladders import ladder_problems
 
 FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", re.S | re.M)
 QUESTION = re.compile(r"^\*\*([PQ])(\d+)\b", re.M)
@@ -39,17 +38,16 @@ FORBIDDEN = [
     (r"参考实现|参考解答|标准答案", "参考实现", "参考答案"),
     (r"黄金标准", "黄金标准", "金标准"),
     (r"写字", "写字", "生成文本"),
+    (r"存根", "存根", "桩"),
 ]
 
 
 def prose(text):
-    """The guide without fenced blocks, code spans, formulas, links' targets, comments, the
-    glossary and its "How to check" sections (those name the files and commands of the
-    checks)."""
+    """The guide without fenced blocks, code spans, formulas, links' targets, comments and the
+    glossary (which names the variants it forbids). Every other section counts, "How to check"
+    included."""
     text = FENCE.sub("", text)
     text = re.sub(r"^> \*\*术语表\*\*.*?(?=^(?!>))", "", text, flags=re.S | re.M)  # names them
-    text = re.sub(r"^(#+) (?:How to check|如何检查).*?(?=^#{1,%d} |\Z)" % 6, "", text,
-                  flags=re.S | re.M)
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     text = re.sub(r"`[^`\n]*`", "", text)
     text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", "", text, flags=re.S)
@@ -159,7 +157,6 @@ def check_pair(english, chinese, terms=True):
             if words and words not in re.sub(r"\s+", " ", q["text"]):
                 problems.append(f"{edition} {q['id']}: the question does not say "
                                 f"\"{words}\" (its marker's precision)")
-    problems += ladder_problems(english, chinese)
     for snippet, variant, term in forbidden_terms(chinese) if terms else []:
         problems.append(f"Chinese uses {variant} (glossary: {term}): {snippet}")
     return problems
