@@ -179,12 +179,20 @@ def first_failure(outcome, chapter, mistake=None):
 SIGNATURES = ROOT / "tools" / "mutants" / "signatures.json"
 
 
+# The start of a failure that is only about a message's wording (tests/support/check.cpp).
+WORDING_FAILURE = "the exception was thrown, but its message should name"
+
+
 def known_mistake(chapter, outcome, path=SIGNATURES):
     """The catalogued mistake (tools/mutants/) whose failing checks are the learner's, or None:
     the checks it fails are the same as those failing now (at least 80 % in common), and none of
     the learner's failures is an unwritten function."""
     import json
-    failing = {c.title for c in outcome.failed}
+    # A failure only of a message's wording (the message lacks a fact) says nothing about which
+    # mistake was made: a banner never fires on wording alone.
+    wording = {c.title for c in outcome.failed
+               if c.failures and c.failures[0].text.startswith(WORDING_FAILURE)}
+    failing = {c.title for c in outcome.failed} - wording
     said = {c.title: "\n".join(c.failures[0].text.splitlines()[:2])
             for c in outcome.failed if c.failures}
     if not failing or any(c.stub for c in outcome.failed):
@@ -197,7 +205,8 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
     for name, sig in signatures.items():
         if sig.get("label") != chapter.label:
             continue
-        theirs = set(sig.get("failing", []))
+        theirs = set(sig.get("failing", [])) - {
+            t for t, m in sig.get("messages", {}).items() if m.startswith(WORDING_FAILURE)}
         jaccard = len(theirs & failing) / len(theirs | failing) if theirs | failing else 0
         if jaccard >= 0.8:
             # Ties (two mistakes failing the same checks) are told apart by the messages.
