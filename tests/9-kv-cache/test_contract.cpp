@@ -288,9 +288,10 @@ TEST_CASE("generate refuses a prompt longer than T_max even with 0 new tokens",
     CHECK(got == eight);
 }
 
-TEST_CASE("prefill takes a prompt of exactly T_max tokens; the full cache then refuses a decode",
-          "[kv_cache][c:prefill.prompt-length][c:prefill.matches-full-forward]"
-          "[c:decode_step.full-cache]") {
+TEST_CASE(
+    "prefill takes a prompt of exactly T_max tokens, and the full cache then refuses a decode",
+    "[kv_cache][c:prefill.prompt-length][c:prefill.matches-full-forward]"
+    "[c:decode_step.full-cache]") {
     for (const wb::GptConfig& c : {small_config(), rope_config()}) {
         const wb::GptParams<float> p = small_model(c, 33);
         const wb::TokenIds ids{{3, 1, 4, 1, 5, 9, 2, 6}};  // T = T_max = 8
