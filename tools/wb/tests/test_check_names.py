@@ -32,7 +32,7 @@ class CheckNameTests(unittest.TestCase):
         # runs two tests that match nothing.
         bad = [f"{path.relative_to(ROOT)}: {name}"
                for path in sorted((ROOT / "tests").rglob("*.cpp"))
-               for name in re.findall(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"', path.read_text("utf-8"))
+               for name in re.findall(r'TEST_CASE\(\s*"((?:[^"\\\n]|\\.)*)"', path.read_text("utf-8"))
                if ";" in name]
         self.assertEqual(bad, [], "write ', and' or ': ' instead of ';' in a check's name")
 
