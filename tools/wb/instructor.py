@@ -695,8 +695,9 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
 
 def print_report(report, verbose=False, lines=4):
     for ch in report["chapters"]:
+        whole = ch["checks"] and ch["passed"] == len(ch["checks"])
         print(f"\n{ch['label']:<9} {ch['passed']:3d}/{len(ch['checks']):<3d} passed"
-              + (f"  {ch['note']}" if ch["note"] else ""))
+              + ("  complete" if whole else "") + (f"  {ch['note']}" if ch["note"] else ""))
         if ch["note"].startswith(("does not compile", "not started")) and not verbose:
             continue  # one line says it all
         for c in ch["checks"]:
