@@ -109,7 +109,7 @@ Tensor3 gelu(const Tensor3& x);
 /// \f[
 ///   \mathrm{GELU}_{\tanh}(x) = \frac{x}{2}\left(1 + \tanh\!\left(\sqrt{2/\pi}\,\bigl(x + 0.044715\,x^3\bigr)\right)\right)
 /// \f]
-/// It differs from the exact form by up to about 4e-4 (GELU_tanh(1) = 0.8411920).
+/// It differs from the exact form by up to about 4.7e-4 (GELU_tanh(1) = 0.8411920).
 /// <!-- clause: gelu_tanh.tanh-form -->
 /// Not a promise of this function: a model trained with one form should be run with the same
 /// one.
