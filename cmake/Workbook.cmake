@@ -22,11 +22,16 @@ macro(wb_require name version package)
   endif()
 endmacro()
 
-# True when chapter LABEL (e.g. chapter3) is selected to come from solutions/.
+# True when chapter LABEL (e.g. chapter3) is selected to come from solutions/. A chapter is
+# named by its label or its number: the label's (chapter3) or, given FOLDER, the folder's
+# (10-data-parallel, label dataparallel: 10).
 function(wb_uses_reference label out)
   set(selected ${WB_REFERENCE})
   string(TOLOWER "${selected}" selected)
   string(REGEX REPLACE "^chapter" "" number "${label}")
+  if(ARGC GREATER 2 AND "${ARGV2}" MATCHES "^([0-9]+)-")
+    set(number ${CMAKE_MATCH_1})
+  endif()
   if(selected STREQUAL "all")
     set(${out} TRUE PARENT_SCOPE)
   elseif(label IN_LIST selected OR number IN_LIST selected)
@@ -182,8 +187,10 @@ endfunction()
 # WB_IMPL_DIR_<label> (a cache path) replaces the source folder: the mutant and grading tools
 # use it to compile a modified copy of a chapter. WB_EXTRA_TESTS (a cache path) adds the checks
 # in WB_EXTRA_TESTS/<folder>/*.cpp to test_<label>: an instructor's own checks, kept outside.
+#   TIMEOUT seconds: a CTest time limit for each of its checks (a check that starts processes)
+#   LINK targets: more libraries the chapter links publicly (MPI::MPI_CXX)
 function(wb_chapter label folder)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "DEPENDS;LINK")
   set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
   file(GLOB stub_sources CONFIGURE_DEPENDS ${stub_dir}/*.cpp)
   if(NOT stub_sources)
@@ -201,7 +208,7 @@ function(wb_chapter label folder)
   endif()
   set(WB_PREBUILT_${label} ${prebuilt} CACHE INTERNAL "")
 
-  wb_uses_reference(${label} use_ref)
+  wb_uses_reference(${label} use_ref ${folder})
   if(WB_IMPL_DIR_${label})
     set(src_dir ${WB_IMPL_DIR_${label}})
     set(kind "override ${src_dir}")
@@ -221,7 +228,7 @@ function(wb_chapter label folder)
     wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
     add_library(wb_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_${label} PROPERTIES IMPORTED_LOCATION ${prebuilt_dir}/${lib_name})
-    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies})
+    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies} ${arg_LINK})
   else()
     file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
     if(NOT sources)
@@ -236,7 +243,8 @@ function(wb_chapter label folder)
     else()
       set(warnings wb_warnings)
     endif()
-    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE ${warnings})
+    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} ${arg_LINK}
+                          PRIVATE ${warnings})
     # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
     # faster. The capstone keeps the build's optimisation: its checks train a model, its
@@ -261,7 +269,7 @@ function(wb_chapter label folder)
   if(ref_sources)
     add_library(wb_reference_${label} STATIC EXCLUDE_FROM_ALL ${ref_sources})
     target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
-    target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
+    target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies} ${arg_LINK}
                           PRIVATE wb_warnings)
     wb_optimised_options(options)
     wb_compile_like(wb_reference_${label} chapters ${options})
@@ -269,7 +277,8 @@ function(wb_chapter label folder)
     add_library(wb_reference_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_reference_${label} PROPERTIES
                           IMPORTED_LOCATION ${prebuilt_dir}/${ref_lib_name})
-    target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies})
+    target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies}
+                          ${arg_LINK})
   endif()
 
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${folder}/*.cpp)
@@ -287,8 +296,13 @@ function(wb_chapter label folder)
     wb_check_options(options)
     wb_compile_like(test_${label} checks ${options})
     # One compact line per failed assertion under ctest (tools/workbook reads the XML reporter).
+    set(timeout "")
+    if(arg_TIMEOUT)
+      set(timeout TIMEOUT ${arg_TIMEOUT})
+    endif()
     catch_discover_tests(test_${label} TEST_PREFIX "${label}: " REPORTER compact
-                         PROPERTIES LABELS ${label} FIXTURES_REQUIRED wb_build_${label})
+                         PROPERTIES LABELS ${label} FIXTURES_REQUIRED wb_build_${label}
+                                    ${timeout})
     # `ctest -L <label>` first rebuilds what changed: a build step that every check of the
     # label needs (a CTest fixture), so the checks always test the files as saved. One build
     # at a time (RESOURCE_LOCK): ctest -j must not run two builds in one folder.

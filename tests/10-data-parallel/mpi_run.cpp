@@ -1,0 +1,74 @@
+// The helper of mpi_run.hpp (compiled into the chapter's check program).
+#include "mpi_run.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace wbtest {
+
+namespace fs = std::filesystem;
+
+MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
+    MpiRun run;
+    static int counter = 0;
+    const fs::path dir = fs::temp_directory_path() /
+                         ("wb-dataparallel-" + std::to_string(getpid()) + "-" +
+                          std::to_string(counter++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = (dir / "out").string(), log = (dir / "log").string();
+    std::ostringstream cmd;
+    // timeout(1) ends a job whose rank hangs (a missing message, a rank left out of a
+    // collective); the check then fails and says so.
+    cmd << "OMP_NUM_THREADS=1 timeout -k 5 " << seconds << " '" << WB_MPIEXEC << "' -np " << W
+        << " --oversubscribe" << (geteuid() == 0 ? " --allow-run-as-root" : "")
+        << " -x OMP_NUM_THREADS '" << WB_MPI_WORKER << "' " << scenario << " '" << out
+        << "' > '" << log << "' 2>&1";
+    const int status = std::system(cmd.str().c_str());
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream log_file(log);
+    std::stringstream output;
+    output << log_file.rdbuf();
+    run.report = "$ " + cmd.str() + "\n" + output.str();
+    if (code == 124 || code == 137) {
+        run.report = "the MPI job ran past " + std::to_string(seconds) +
+                     " s and was stopped: a rank waits for a message no rank sends, or a "
+                     "rank skipped a collective call\n" + run.report;
+    } else if (code != 0) {
+        run.report = "the MPI job failed (exit status " + std::to_string(code) + ")\n" +
+                     run.report;
+    }
+    run.ok = code == 0;
+    for (int r = 0; run.ok && r < W; ++r) {
+        std::ifstream in(out + "." + std::to_string(r), std::ios::binary);
+        if (!in) {
+            run.ok = false;
+            run.report = "rank " + std::to_string(r) + " wrote no result\n" + run.report;
+            break;
+        }
+        std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        std::vector<float> values(bytes.size() / sizeof(float));
+        std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+        run.ranks.push_back(std::move(values));
+    }
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+    return run;
+}
+
+long first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return static_cast<long>(std::min(a.size(), b.size()));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<long>(i);
+    }
+    return -1;
+}
+
+}  // namespace wbtest

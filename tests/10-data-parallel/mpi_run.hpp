@@ -1,0 +1,24 @@
+// Test-side helper of the data-parallel checks: runs the worker program on W ranks with
+// mpirun and reads back what each rank wrote. A job that fails or runs past its time limit
+// fails the check with mpirun's output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wbtest {
+
+struct MpiRun {
+    bool ok = false;                        // every rank finished and wrote its file
+    std::string report;                     // the command and its output, when not ok
+    std::vector<std::vector<float>> ranks;  // what rank r wrote, as float32
+};
+
+// `mpirun -np W --oversubscribe dataparallel_worker SCENARIO OUT` with OMP_NUM_THREADS=1 on
+// every rank (--allow-run-as-root when run as root), stopped after `seconds`.
+MpiRun run_mpi(const std::string& scenario, int W, int seconds = 60);
+
+// The index of the first element where a and b differ in their bits (or in size), -1 if none.
+long first_difference(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace wbtest
