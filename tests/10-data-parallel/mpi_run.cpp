@@ -35,7 +35,17 @@ MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
     std::ifstream log_file(log);
     std::stringstream output;
     output << log_file.rdbuf();
-    run.report = "$ " + cmd.str() + "\n" + output.str();
+    // What the ranks said (the worker writes "rank r of W: <message>"), each message once;
+    // mpirun's own output when no rank said anything.
+    std::string said, line, seen;
+    while (std::getline(output, line)) {
+        if (line.rfind("rank ", 0) != 0) continue;
+        const std::string message = line.substr(line.find(':') + 1);
+        if (seen.find(message + "\n") != std::string::npos) continue;
+        seen += message + "\n";
+        said += line + "\n";
+    }
+    run.report = "$ " + cmd.str() + "\n" + (said.empty() ? output.str() : said);
     if (code == 124 || code == 137) {
         run.report = "the MPI job ran past " + std::to_string(seconds) +
                      " s and was stopped: a rank waits for a message no rank sends, or a "

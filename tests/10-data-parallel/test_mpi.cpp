@@ -32,8 +32,7 @@ std::vector<float> flat_of(const wb::GptParams<float>& p) {
 // Runs SCENARIO on W ranks; fails the check with mpirun's output when the job fails.
 std::vector<std::vector<float>> ranks_of(const std::string& scenario, int W) {
     const MpiRun run = run_mpi(scenario, W);
-    INFO(run.report);
-    REQUIRE(run.ok);
+    if (!run.ok) FAIL(run.report);
     REQUIRE(run.ranks.size() == static_cast<std::size_t>(W));
     return run.ranks;
 }

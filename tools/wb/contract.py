@@ -31,7 +31,10 @@ class ChapterFiles:
 
     @property
     def number(self):
-        return self.label[len("chapter"):] if self.label.startswith("chapter") else self.label
+        m = re.match(r"(\d+)-", self.folder)
+        if re.fullmatch(r"chapter\d+", self.label) or not m:
+            return self.label[len("chapter"):] if self.label.startswith("chapter") else self.label
+        return m.group(1)
 
 
 @dataclass
@@ -54,7 +57,20 @@ def rel(path, root):
         return str(path)
 
 
-def chapter_label(folder):
+def declared_labels(root=ROOT):
+    """{folder: label} of the top-level CMakeLists.txt's `wb_chapter(<label> <folder> ...)`."""
+    path = Path(root) / "CMakeLists.txt"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return {m.group(2): m.group(1)
+            for m in re.finditer(r"^\s*wb_chapter\(\s*(\S+)\s+([^\s)]+)", text, re.M)}
+
+
+def chapter_label(folder, root=ROOT):
+    """The ctest label of FOLDER: as the CMakeLists.txt declares it (10-data-parallel:
+    dataparallel), else chapterN for a numbered folder, else the folder's name."""
+    declared = declared_labels(root).get(folder)
+    if declared:
+        return declared
     m = re.match(r"(\d+)-", folder)
     return f"chapter{m.group(1)}" if m else folder
 
@@ -71,7 +87,8 @@ def find_chapters(root=ROOT, extra=None):
         tests = sorted((root / "tests" / folder.name).glob("*.cpp"))
         if extra:
             tests += sorted((Path(extra) / folder.name).glob("*.cpp"))
-        chapters.append(ChapterFiles(folder.name, chapter_label(folder.name), headers, tests))
+        chapters.append(ChapterFiles(folder.name, chapter_label(folder.name, root), headers,
+                                     tests))
 
     def order(c):
         m = re.match(r"(\d+)-", c.folder)

@@ -6,6 +6,7 @@ override folder all come from that file.
 """
 
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,20 +30,31 @@ class Chapter:
 
     @property
     def number(self):
-        """'3' for chapter3, 'capstone' for capstone: the short name used on the command line."""
-        return self.label[len("chapter"):] if self.label.startswith("chapter") else self.label
+        """'3' for chapter3, 'capstone' for capstone: the short name used on the command line.
+        A label that is not `chapterN` (dataparallel) takes its folder's number (10)."""
+        return chapter_number(self.label, self.folder)
 
     def paths(self):
         """The absolute paths of the learner's files (what `watch` polls)."""
         return [Path(p) if Path(p).is_absolute() else ROOT / p for p in self.files]
 
 
-def same_chapter(text, label):
+def chapter_number(label, folder=""):
+    """The short name of a chapter: chapter3 -> '3'; a label that is not `chapterN` takes the
+    number its folder starts with (dataparallel in 10-data-parallel -> '10'), else stays itself
+    (capstone)."""
+    if re.fullmatch(r"chapter\d+", label):
+        return label[len("chapter"):]
+    m = re.match(r"(\d+)-", folder or "")
+    return m.group(1) if m else label
+
+
+def same_chapter(text, label, folder=""):
     """True when TEXT names chapter LABEL, by the rule of wb_uses_reference in
-    cmake/Workbook.cmake: case does not matter, and a chapter is its label or its number."""
+    cmake/Workbook.cmake: case does not matter, and a chapter is its label or its number
+    (the label's, or given FOLDER, the folder's)."""
     text = str(text).strip().lower()
-    number = label[len("chapter"):] if label.startswith("chapter") else label
-    return text in (label.lower(), number.lower())
+    return text in (label.lower(), chapter_number(label, folder).lower())
 
 
 @dataclass
@@ -58,7 +70,7 @@ class Course:
     def find(self, text):
         """The chapter named by '3', 'chapter3', 'Chapter3' or 'capstone'."""
         for chapter in self.chapters:
-            if same_chapter(text, chapter.label):
+            if same_chapter(text, chapter.label, chapter.folder):
                 return chapter
         from .i18n import say
         raise WorkbookError(say("unknown_chapter", text=text,
