@@ -389,6 +389,17 @@ function(wb_json_files out)
   set(${out} "[${joined}]" PARENT_SCOPE)
 endfunction()
 
+# A JSON list of the strings given.
+function(wb_json_strings out)
+  set(items "")
+  foreach(text IN LISTS ARGN)
+    wb_json_string("${text}" quoted)
+    list(APPEND items "${quoted}")
+  endforeach()
+  list(JOIN items ", " joined)
+  set(${out} "[${joined}]" PARENT_SCOPE)
+endfunction()
+
 # Records chapter LABEL for course.json; KIND is the word printed by wb_chapter ("student",
 # "reference" or "override DIR"), SRC_DIR the folder compiled.
 function(wb_course_entry label folder kind src_dir)
@@ -442,8 +453,13 @@ function(wb_write_course file)
   wb_json_string("${CMAKE_CXX_COMPILER_VERSION}" j_compiler_version)
   wb_json_string("${CMAKE_SYSTEM_PROCESSOR}" j_processor)
   wb_json_string("${xtensor_VERSION}" j_xtensor)
+  # Chapters declared but left out of this build (a missing optional package): the tools
+  # accept their rows in the READMEs' tables.
+  get_property(left_out GLOBAL PROPERTY WB_LEFT_OUT)
+  wb_json_strings(j_left_out ${left_out})
   file(WRITE ${file}.tmp "{\n  \"version\": 1,\n  \"root\": ${j_root},\n"
                          "  \"reference\": ${j_reference},\n"
+                         "  \"left_out\": ${j_left_out},\n"
                          "  \"toolchain\": {\"compiler\": ${j_compiler}, "
                          "\"compiler_version\": ${j_compiler_version}, "
                          "\"processor\": ${j_processor}, \"xtensor\": ${j_xtensor}},\n"

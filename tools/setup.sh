@@ -11,8 +11,8 @@
 #
 # Other distributions (not tested here): a C++17 compiler with OpenMP, CMake 3.25 or later,
 # Ninja, Python 3, xtensor 0.24+ with xtl and xsimd, xtensor-blas 0.20+, a BLAS (OpenBLAS),
-# Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, and for the site Doxygen, Graphviz and
-# MathJax.
+# Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, an MPI with mpirun (OpenMPI), and for
+# the site Doxygen, Graphviz and MathJax.
 set -euo pipefail
 
 # package                  what it is for                               Debian 12 / Debian 13
@@ -29,6 +29,8 @@ PACKAGES=(
   catch2                   # the checks                                  2.13 / 3.7
   libbenchmark-dev         # student-vs-reference benchmarks             1.7 / 1.9
   libcli11-dev             # the minigpt command's options               2.1 / 2.4
+  libopenmpi-dev           # the data-parallel chapter (MPI)             OpenMPI 4.1 / 5.0
+  openmpi-bin              # its mpirun (without MPI the chapter is left out)
   ccache                   # faster rebuilds: an unchanged file is not compiled again
   mold                     # faster links (CMake uses both when installed, needs neither)
   doxygen                  # the documentation site

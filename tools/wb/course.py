@@ -62,6 +62,7 @@ class Course:
     chapters: list
     reference: str = "none"   # WB_REFERENCE as the user wrote it
     build_dir: Path = None
+    left_out: list = field(default_factory=list)   # chapters CMake left out (no MPI)
 
     @property
     def labels(self):
@@ -105,7 +106,8 @@ def parse_course(text, build_dir=None):
     except (ValueError, KeyError, TypeError) as error:
         raise WorkbookError(f"{COURSE_FILE} is not a course description ({error}): "
                             "configure again (cmake --preset student)")
-    return Course(chapters, str(data.get("reference", "none")), build_dir)
+    return Course(chapters, str(data.get("reference", "none")), build_dir,
+                  [str(label) for label in data.get("left_out", [])])
 
 
 def load_course(build_dir, refresh=True):

@@ -266,5 +266,19 @@ class OnThisRepository(unittest.TestCase):
         self.assertLess(time.process_time() - start, 2.0)
 
 
+
+class DeclaredLabels(unittest.TestCase):
+    def test_the_label_comes_from_the_cmakelists(self):
+        from wb.contract import chapter_label
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "CMakeLists.txt").write_text(
+                "wb_chapter(chapter9 9-kv-cache   DEPENDS chapter8)\n"
+                "  wb_chapter(dataparallel 10-data-parallel DEPENDS chapter8)\n")
+            self.assertEqual(chapter_label("10-data-parallel", tmp), "dataparallel")
+            self.assertEqual(chapter_label("9-kv-cache", tmp), "chapter9")
+            self.assertEqual(chapter_label("11-new", tmp), "chapter11")
+            self.assertEqual(chapter_label("capstone", tmp), "capstone")
+
+
 if __name__ == "__main__":
     unittest.main()

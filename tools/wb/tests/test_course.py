@@ -121,6 +121,20 @@ class ChapterNames(unittest.TestCase):
         self.assertEqual(course.reference_value({"chapter3": "student"}), "none")
         self.assertEqual(course.reference_value({c: "reference" for c in course.labels}), "all")
 
+    def test_a_label_that_is_not_chapter_n_is_named_by_its_folder_number(self):
+        course = parse_course(json.dumps({"reference": "none", "left_out": ["x"], "chapters": [
+            {"label": "chapter9", "folder": "9-kv-cache"},
+            {"label": "dataparallel", "folder": "10-data-parallel"},
+            {"label": "capstone", "folder": "capstone"}]}))
+        self.assertEqual(course.find("10").label, "dataparallel")
+        self.assertEqual(course.find("dataparallel").label, "dataparallel")
+        self.assertEqual(course.find("9").label, "chapter9")
+        self.assertEqual(course.find("capstone").number, "capstone")
+        self.assertEqual(course.get("dataparallel").number, "10")
+        self.assertEqual(course.left_out, ["x"])
+        self.assertTrue(same_chapter("10", "dataparallel", "10-data-parallel"))
+        self.assertFalse(same_chapter("1", "dataparallel", "10-data-parallel"))
+
     def test_a_broken_file_is_a_user_error(self):
         with self.assertRaises(WorkbookError):
             parse_course("{not json")
