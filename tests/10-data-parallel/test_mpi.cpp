@@ -229,3 +229,14 @@ TEST_CASE("bad calls on 2 ranks throw on every rank before any message is sent",
         }
     }
 }
+
+TEST_CASE("a rank that skips a collective hangs the job, which the time limit stops with a "
+          "message",
+          "[c:tree_sum.everywhere]") {
+    // Rank 0 does not call tree_sum; rank 1 calls it and waits for rank 0's broadcast.
+    const MpiRun run = run_mpi("skipped-collective", 2, 4);
+    if (!run.ok && run.report.find("ran past") == std::string::npos) FAIL(run.report);
+    INFO(run.report);
+    CHECK_FALSE(run.ok);
+    CHECK(run.report.find("ran past 4 s") != std::string::npos);
+}

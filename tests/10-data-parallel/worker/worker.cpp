@@ -92,6 +92,15 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         out.insert(out.end(), losses.begin(), losses.end());
         return out;
     }
+    if (scenario == "skipped-collective") {
+        // Rank 0 never calls tree_sum, so rank 1 waits in it for a broadcast that never
+        // comes: the job hangs, and the checks' time limit must stop it.
+        if (rank != 0) {
+            std::vector<wb::Vec<float>> mine(1, wb::Vec<float>::from_shape({4}));
+            wb::tree_sum(std::move(mine), static_cast<std::size_t>(W), comm);
+        }
+        return {};
+    }
     if (scenario == "errors") {
         // Each bad call must throw the promised type naming the function and the counts, on
         // every rank, before any message is sent (else the job would hang): 1 when it does.
