@@ -89,11 +89,16 @@ def main():
     if messages:
         print("\n".join("build: " + m for m in messages), file=sys.stderr)
         return 1
+    for lang in args.langs:
+        shutil.copytree(HERE / "locale", work / "src" / lang / "_locale", dirs_exist_ok=True)
     mathjax = work / "mathjax-static"
     copy_mathjax(Path(args.mathjax), mathjax / "mathjax")
 
     runs = []
     for lang in args.langs:
+        # A new folder each time, so that no page of an older build stays behind; Sphinx reads
+        # only the pages that changed (its doctrees are kept) and writes every page (-a).
+        shutil.rmtree(out / lang, ignore_errors=True)
         env = dict(os.environ, WB_SITE_LANG=lang, WB_DOXYGEN_XML=str(Path(args.xml).resolve()),
                    WB_MATHJAX_COPY=str(mathjax), PYTHONDONTWRITEBYTECODE="1")
         command = [args.sphinx_build, "-b", "html", "-a", "-W", "--keep-going", "-q",

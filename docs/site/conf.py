@@ -19,7 +19,8 @@ html_short_title = "Attention Workbook"
 extensions = ["myst_parser", "breathe", "sphinx.ext.mathjax", "sphinx_copybutton", "wbsite"]
 source_suffix = {".md": "markdown"}
 root_doc = master_doc = "index"
-exclude_patterns = []
+exclude_patterns = ["_locale"]
+locale_dirs = ["_locale"]  # the theme's words in Chinese (locale/, staged by build.py)
 templates_path = [os.path.join(HERE, "templates")]
 
 # Code is shown exactly as written: no curly quotes, no en dashes for "--".
@@ -55,6 +56,7 @@ if os.environ.get("WB_MATHJAX_COPY"):
     html_static_path.append(os.environ["WB_MATHJAX_COPY"])
 html_css_files = ["wb.css"]
 html_copy_source = False
+html_show_copyright = False
 html_use_index = False  # the API pages list every function; the search finds them
 html_domain_indices = False
 html_show_sourcelink = False

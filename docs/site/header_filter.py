@@ -4,6 +4,8 @@
   - `inline namespace WB_IMPL {` (and its closing brace), which every chapter opens so that a
     student's and the reference's code can be linked side by side, is left out: the site
     names `wb::sdpa`, not `wb::WB_IMPL::sdpa`.
+  - a code span with a quote in it (`` `nn.GELU(approximate='tanh')` ``) becomes `<code>`:
+    Doxygen reads `` `...' `` as typographic quotes and leaves the backticks in the text.
   - `@throws ShapeError, ValueError as block_forward ...` (two exceptions, one reason) becomes
     one `@throws` for each, with the same text: the API pages list every exception a function
     raises (Breathe keeps only the first of a list). A comma after a single exception's name
@@ -49,10 +51,26 @@ def split_throws(text):
     return "\n".join(lines)
 
 
+COMMENT = re.compile(r"^([ \t]*///<?)(.*)$", re.M)
+CODE_SPAN = re.compile(r"`([^`\n]*)`")
+
+
+def code_tag(m):
+    if "'" not in m.group(1):
+        return m.group(0)
+    text = (m.group(1).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\\", "\\\\").replace("@", "\\@"))
+    return f"<code>{text}</code>"
+
+
+def quoted_spans(text):
+    return COMMENT.sub(lambda m: m.group(1) + CODE_SPAN.sub(code_tag, m.group(2)), text)
+
+
 def convert_header(text):
     if len(IMPL_OPEN.findall(text)) == len(IMPL_CLOSE.findall(text)):  # the usual pair
         text = IMPL_CLOSE.sub("", IMPL_OPEN.sub("", text))
-    return split_throws(text)
+    return split_throws(quoted_spans(text))
 
 
 if __name__ == "__main__":

@@ -123,8 +123,9 @@ def api_page(group, title, headers, lang):
         m = re.match(r"Chapter (\d+): ", title)
         shown = (f"第 {m.group(1)} 章：{title[m.end():]}" if m else GIVEN_TITLE_ZH.get(group, title))
     names = ", ".join(f"`{h.relative_to(ROOT).as_posix()}`" for h in headers)
-    return (f"# {API_TITLE[lang].format(shown)}\n\n{API_INTRO[lang]} "
-            f"{'Headers' if lang == 'en' else '头文件'}: {names}.\n\n"
+    headers = f"Headers: {names}." if lang == "en" else f"头文件：{names}。"
+    return (f"# {API_TITLE[lang].format(shown)}\n\n{API_INTRO[lang]}"
+            f"{' ' if lang == 'en' else ''}{headers}\n\n"
             f"```{{doxygengroup}} {group}\n:project: wb\n:content-only:\n```\n")
 
 
@@ -256,6 +257,10 @@ class Stager:
 
 TOC_CAPTIONS = {"en": ("The course", "API reference", "For instructors"),
                 "zh": ("课程", "接口参考", "教师")}
+# The README's title is the workbook's: the menu names it for what it is in the course.
+MENU_TITLES = {"en": {"start": "Start here: set-up and two commands"},
+               "zh": {"start": "从这里开始：准备与两条命令", "instructors": "教师指南（英文）",
+                      "bad-inputs": "错误输入（英文）", "site": "文档站点（英文）"}}
 
 
 def toctrees(lang):
@@ -264,8 +269,10 @@ def toctrees(lang):
     api = ["api/" + group for group in api_groups()]
     teach = ["instructors", "bad-inputs", "site"]
     out = []
+    titles = MENU_TITLES[lang]
     for caption, names in zip(TOC_CAPTIONS[lang], (course, api, teach)):
-        out.append(f"\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n" + "\n".join(names)
+        entries = [f"{titles[n]} <{n}>" if n in titles else n for n in names]
+        out.append(f"\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n" + "\n".join(entries)
                    + "\n```\n")
     return "".join(out)
 

@@ -18,9 +18,6 @@ from sphinx.transforms import SphinxTransform
 CJK = ("\u2014\u2026\u201c\u201d\u2018\u2019"  # the dash, ellipsis and quotes Chinese text uses
        "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef")
 CJK_BREAK = re.compile(f"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
-CJK_END = re.compile(f"[{CJK}][ \t]*\n[ \t]*$")
-CJK_START = re.compile(f"^[ \t]*\n[ \t]*[{CJK}]")
-CJK_CHAR = re.compile(f"[{CJK}]")
 # Where text is code or a formula, its line breaks are its own.
 VERBATIM = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, nodes.raw,
             nodes.comment)
@@ -57,22 +54,23 @@ class JoinChineseLines(SphinxTransform):
 
     @staticmethod
     def _join(run):
+        """Removes the breaks between Chinese characters from a run of text nodes, also where
+        the break is a node of its own (MyST makes each soft line break a "\\n" node) or at
+        the edge of bold."""
         texts = [str(node) for node in run]
-        for i, text in enumerate(texts):
-            new = CJK_BREAK.sub("", text)
-            # A break at the end of this node before Chinese in the next one, or at its start
-            # after Chinese in the previous one.
-            if (i + 1 < len(texts) and CJK_END.search(new)
-                    and CJK_CHAR.match(texts[i + 1].lstrip())):
-                new = new.rstrip(" \t\n")
-            if i > 0 and CJK_START.search(new):
-                before = texts[i - 1].rstrip()
-                if before and CJK_CHAR.match(before[-1]):
-                    new = new.lstrip(" \t\n")
-            texts[i] = new
-        for node, new in zip(run, texts):
-            if new != str(node):
-                node.parent.replace(node, nodes.Text(new))
+        whole = "".join(texts)
+        cut = [False] * len(whole)
+        for m in CJK_BREAK.finditer(whole):
+            for i in range(m.start(), m.end()):
+                cut[i] = True
+        if not any(cut):
+            return
+        start = 0
+        for node, text in zip(run, texts):
+            kept = "".join(c for c, gone in zip(text, cut[start:start + len(text)]) if not gone)
+            start += len(text)
+            if kept != text:
+                node.parent.replace(node, nodes.Text(kept))
 
 
 SWITCH = {"en": ("zh", "中文"), "zh": ("en", "English")}

@@ -1,6 +1,9 @@
 /* The order of the search's results. Sphinx finds the pages that hold every word of the query;
-   among them a page whose own title holds the whole query comes first, then the pages that use
-   the query's words most often (wb-search-counts.js: how often each page uses each word). */
+   among them a chapter whose own title holds the whole query comes first, then the pages that
+   use the query's words most often (wb-search-counts.js: how often each page uses each word).
+   A section whose short heading holds the query (Sphinx ranks it above everything) counts as
+   much as its page using the word in a heading; the main page and the README, titled after the
+   workbook, are not chapters. */
 (() => {
   if (typeof Scorer === "undefined" || typeof Search === "undefined") return;
   const counts = window.WB_SEARCH_COUNTS || {};
@@ -11,10 +14,12 @@
   const base = Scorer.score;
   Scorer.score = result => {
     let score = base ? base(result) : result[4];
+    if (result[2] && result[3] === null) score = Math.min(score, 25);  // a section's heading
     const index = Search._index;
     const page = index ? index.docnames.indexOf(result[0]) : -1;
     const title = (page >= 0 ? index.titles[page] : result[1]) || "";
-    if (query && title.toLowerCase().includes(query)) score += 30;
+    if (query && title.toLowerCase().includes(query) && !title.startsWith("Attention Workbook"))
+      score += 30;
     for (const term of terms) {
       const n = (counts[term] || {})[result[0]] || 0;
       score += Math.min(12, Math.round(4 * Math.log2(1 + n)));
