@@ -6,7 +6,8 @@
 stages the guides (docs/site/stage.py) under DIR/src, runs Sphinx on each language with its
 warnings as errors, and writes SITE/en/, SITE/zh/ and SITE/index.html (which opens the English
 edition and links the Chinese one). The two builds run side by side. Sphinx keeps its state in
-DIR/doctrees, so a second build redoes only what changed.
+DIR/doctrees, so a second build reads only the pages that changed; it writes every page (-a),
+so that the search's word counts (docs/site/wbsite.py) cover every page.
 """
 
 import argparse
@@ -94,8 +95,7 @@ def main():
     mathjax = work / "mathjax-static"
     copy_mathjax(Path(args.mathjax), mathjax / "mathjax")
 
-    runs = []
-    for lang in args.langs:
+    def sphinx(lang):
         # A new folder each time, so that no page of an older build stays behind; Sphinx reads
         # only the pages that changed (its doctrees are kept) and writes every page (-a).
         shutil.rmtree(out / lang, ignore_errors=True)
@@ -104,12 +104,26 @@ def main():
         command = [args.sphinx_build, "-b", "html", "-a", "-W", "--keep-going", "-q",
                    "-c", str(HERE), "-d", str(work / "doctrees" / lang),
                    str(work / "src" / lang), str(out / lang)]
-        runs.append((lang, subprocess.Popen(command, env=env)))
-        if args.serial:
-            runs[-1][1].wait()
-    failed = [lang for lang, run in runs if run.wait() != 0]
-    for lang in failed:  # read every page again next time, so that its warnings show again
-        shutil.rmtree(work / "doctrees" / lang, ignore_errors=True)
+        return subprocess.Popen(command, env=env)
+
+    def run(langs):
+        runs = []
+        for lang in langs:
+            runs.append((lang, sphinx(lang)))
+            if args.serial:
+                runs[-1][1].wait()
+        failed = [lang for lang, process in runs if process.wait() != 0]
+        for lang in failed:  # every page is read again next time, and shows its warnings again
+            shutil.rmtree(work / "doctrees" / lang, ignore_errors=True)
+        return failed
+
+    kept = [lang for lang in args.langs if (work / "doctrees" / lang).is_dir()]
+    failed = run(args.langs)
+    again = [lang for lang in failed if lang in kept]
+    if again:  # what an older build left (Breathe's notes on the XML) may be what failed
+        print(f"build: Sphinx failed for {', '.join(again)} on an older build's state; "
+              "once more from the start", file=sys.stderr)
+        failed = [lang for lang in failed if lang not in again] + run(again)
     if failed:
         print(f"build: Sphinx failed for {', '.join(failed)} (its warnings are errors)",
               file=sys.stderr)

@@ -126,7 +126,7 @@ def api_page(group, title, headers, lang):
     headers = f"Headers: {names}." if lang == "en" else f"头文件：{names}。"
     return (f"# {API_TITLE[lang].format(shown)}\n\n{API_INTRO[lang]}"
             f"{' ' if lang == 'en' else ''}{headers}\n\n"
-            f"```{{doxygengroup}} {group}\n:project: wb\n:content-only:\n```\n")
+            f"```{{doxygengroup}} {group}\n:project: wb\n:content-only:\n:members:\n```\n")
 
 
 # ---- links and pictures ----
