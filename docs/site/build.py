@@ -100,7 +100,9 @@ def main():
         # only the pages that changed (its doctrees are kept) and writes every page (-a).
         shutil.rmtree(out / lang, ignore_errors=True)
         env = dict(os.environ, WB_SITE_LANG=lang, WB_DOXYGEN_XML=str(Path(args.xml).resolve()),
-                   WB_MATHJAX_COPY=str(mathjax), PYTHONDONTWRITEBYTECODE="1")
+                   WB_MATHJAX_COPY=str(mathjax), PYTHONDONTWRITEBYTECODE="1",
+                   # Breathe's use of older Sphinx calls (Debian 13): not the site's warnings
+                   PYTHONWARNINGS="ignore::DeprecationWarning,ignore::PendingDeprecationWarning")
         command = [args.sphinx_build, "-b", "html", "-a", "-W", "--keep-going", "-q",
                    "-c", str(HERE), "-d", str(work / "doctrees" / lang),
                    str(work / "src" / lang), str(out / lang)]

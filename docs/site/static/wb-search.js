@@ -27,3 +27,13 @@
     return score;
   };
 })();
+
+/* Sphinx 8's count of results has no Chinese words in Debian's catalog: the Chinese edition
+   says it in Chinese. */
+if (document.documentElement.lang.startsWith("zh")) {
+  new MutationObserver(() => {
+    const status = document.querySelector("#search-results .search-summary");
+    const m = status && status.textContent.match(/^Search finished, found (one|\d+) pages?/);
+    if (m) status.textContent = `搜索完成，找到 ${m[1] === "one" ? 1 : m[1]} 个匹配的页面。`;
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+}
