@@ -69,8 +69,10 @@ class JoinChineseLines(SphinxTransform):
         for node, text in zip(run, texts):
             kept = "".join(c for c, gone in zip(text, cut[start:start + len(text)]) if not gone)
             start += len(text)
-            if kept != text:
-                node.parent.replace(node, nodes.Text(kept))
+            if kept != text:  # by identity: Text nodes are strings, "\n" equals every "\n"
+                parent = node.parent
+                index = next(i for i, child in enumerate(parent.children) if child is node)
+                parent[index] = nodes.Text(kept)
 
 
 SWITCH = {"en": ("zh", "中文"), "zh": ("en", "English")}
