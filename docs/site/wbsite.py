@@ -6,6 +6,7 @@
     other build writes under the same name beside this one (site/en/X.html, site/zh/X.html).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -165,4 +166,7 @@ def setup(app):
     app.connect("html-page-context", page_context)
     app.connect("html-page-context", count_words)
     app.connect("build-finished", write_counts)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # A change of this file reads every page again (Sphinx keeps the pages it read before).
+    with open(__file__, "rb") as f:
+        version = int(hashlib.sha1(f.read()).hexdigest()[:8], 16)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": version}
