@@ -47,10 +47,11 @@ CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
 LINK = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\]\n]*\])+)\]\(([^)\s]+)\)")
 IMG_TAG = re.compile(r"^[ \t]*<img\s+([^>]*?)/?>[ \t]*$", re.M)
 HEADING_ID = re.compile(r"^(#{1,6} .*?)[ \t]*\{#([\w-]+)\}[ \t]*$", re.M)
-SWITCH = re.compile(r"\A\s*(English \| \[中文\]\(README\.zh\.md\)|\[English\]\(README\.md\) \| 中文"
-                    r"|\[中文版\]\(README\.zh\.md\)|\[English\]\(README\.md\))[ \t]*\n")
-SWITCH_AFTER_TITLE = re.compile(r"^(# [^\n]*\n)\s*(\[中文版\]\(README\.zh\.md\)"
-                                r"|\[English\]\(README\.md\))[ \t]*\n", re.M)
+# The line that links a page to its other edition (`English | [中文](README.zh.md)`,
+# `[English](capstone_measurements.md) | 中文`, `[中文版](README.zh.md)`), in its first lines.
+SWITCH = re.compile(r"^[ \t]*(?:English \| \[中文\]\([\w./-]+\.zh\.md\)"
+                    r"|\[English\]\([\w./-]+\.md\)(?: \| 中文)?"
+                    r"|\[中文版?\]\([\w./-]+\.zh\.md\))[ \t]*\n", re.M)
 
 
 # ---- what the site holds ----
@@ -75,6 +76,12 @@ def pages():
            ("start", {"en": ROOT / "README.md", "zh": ROOT / "README.zh.md"})]
     for name, folder in chapter_guides() + [("minigpt", ROOT / "minigpt")]:
         out.append((name, {"en": folder / "README.md", "zh": folder / "README.zh.md"}))
+        if name == "capstone":  # the reference kernel's measurement log, after the capstone
+            out.append(("capstone-measurements",
+                        {"en": ROOT / "docs" / "capstone_measurements.md",
+                         "zh": ROOT / "docs" / "capstone_measurements.zh.md"}))
+    out.append(("experiments", {"en": ROOT / "docs" / "experiments.md",
+                                "zh": ROOT / "docs" / "experiments.zh.md"}))
     for name, file in (("instructors", "instructors"), ("bad-inputs", "bad_inputs"),
                        ("site", "README")):
         english = ROOT / "docs" / f"{file}.md"
@@ -227,8 +234,8 @@ class Stager:
                 f"{m.group(1)}:alt: {alt}\n{m.group(1)}:class: wb-diagram\n{m.group(1)}```")
 
     def convert(self, text, page, source):
-        text = SWITCH.sub("", text, count=1)
-        text = SWITCH_AFTER_TITLE.sub(r"\1", text, count=1)
+        head = "\n".join(text.split("\n")[:6])
+        text = SWITCH.sub("", head, count=1) + text[len(head):]
         out, last = [], 0
         for fence in FENCE.finditer(text):
             out.append(self.prose(text[last:fence.start()], page, source))
@@ -263,9 +270,15 @@ MENU_TITLES = {"en": {"start": "Start here: set-up and two commands"},
                       "bad-inputs": "错误输入（英文）", "site": "文档站点（英文）"}}
 
 
+def course_pages():
+    """The pages of the course, in reading order: the menu's first part."""
+    teach = {"index", "instructors", "bad-inputs", "site"}
+    return [name for name, _ in pages() if name not in teach]
+
+
 def toctrees(lang):
     """The site's menu, at the end of the main page (hidden: the page has its own table)."""
-    course = ["start"] + [name for name, _ in chapter_guides()] + ["minigpt"]
+    course = course_pages()
     api = ["api/" + group for group in api_groups()]
     teach = ["instructors", "bad-inputs", "site"]
     out = []
