@@ -44,7 +44,7 @@ LANGS = ("en", "zh")
 # Fenced code (kept as it is) and code spans (no link is rewritten inside one).
 FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)\n(.*?)^[ \t]*\2[ \t]*$", re.S | re.M)
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-LINK = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\]\n]*\])+)\]\(([^)\s]+)\)")
+LINK = re.compile(r"(!?)\[((?:[^\[\]\n]|\n(?![ \t]*\n)|\[[^\]\n]*\])+)\]\(([^)\s]+)\)")
 IMG_TAG = re.compile(r"^[ \t]*<img\s+([^>]*?)/?>[ \t]*$", re.M)
 HEADING_ID = re.compile(r"^(#{1,6} .*?)[ \t]*\{#([\w-]+)\}[ \t]*$", re.M)
 # The line that links a page to its other edition (`English | [中文](README.zh.md)`,
