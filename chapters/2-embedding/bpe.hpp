@@ -151,6 +151,9 @@ std::string bpe_serialize(const std::vector<BpeMerge>& merges);
 /// @throws ValueError naming wb::bpe_deserialize if the list is not valid (see bpe_encode; the
 ///         message names the line number and, for an id outside [0, 256 + r), the id and that
 ///         range) <!-- clause: bpe_deserialize.invalid-merges -->
+/// @throws ValueError naming wb::bpe_deserialize, the line and the text if the count or an id
+///         has a leading zero ("007", "097 98"): bpe_serialize never writes one, so one list
+///         has one text. <!-- clause: bpe_deserialize.leading-zero -->
 std::vector<BpeMerge> bpe_deserialize(const std::string& data);
 
 /// @}

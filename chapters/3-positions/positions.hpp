@@ -87,6 +87,8 @@ Tensor3 add_positions(const Tensor3& x, const Tensor2& table, std::int64_t offse
 /// @throws ShapeError if d is odd (the message names the shape of x) <!-- clause: apply_rope.odd-d -->
 /// @throws ValueError if offset < 0 or base <= 1 or base is NaN (the message names the value)
 ///         <!-- clause: apply_rope.bad-value -->
+/// @throws ValueError naming wb::apply_rope and the value if base is infinite (expected a finite
+///         base, as rope_backward requires). <!-- clause: apply_rope.finite-base -->
 Tensor4 apply_rope(const Tensor4& x, std::int64_t offset = 0, float base = 10000.0f);
 
 /// @}

@@ -355,6 +355,9 @@ Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
 ///         cache.batch and cache.seq_len (the message names the cache's tensor, e.g. `att`; all
 ///         checked before anything is read or written) <!-- clause: gpt_backward.cache-shapes -->
 /// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits) <!-- clause: gpt_backward.no-loss -->
+/// @throws ShapeError naming wb::gpt_backward, the number of block caches and L if the cache
+///         holds a loss but not one block cache per block (blocks removed or added), before
+///         anything is read. <!-- clause: gpt_backward.block-count -->
 void gpt_backward(const GptParams<float>& params, const GptConfig& config,
                   const GptCache<float>& cache, GptParams<float>& grads);
 

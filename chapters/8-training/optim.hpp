@@ -70,6 +70,10 @@ inline namespace WB_IMPL {
 ///         the field and its value) <!-- clause: adamw_step.bad-config -->; or if state.step is negative or 2^63 − 1 (one more step
 ///         would overflow; the message names state.step and its value) <!-- clause: adamw_step.bad-step -->; all checked before anything is changed
 ///         (params, state.step, state.m and state.v are left as they were) <!-- clause: adamw_step.checked-first -->
+/// @throws ValueError naming wb::adamw_step and lr, before anything is changed, if lr is finite
+///         but the step it makes is not: the decay lr·weight_decay or the step size
+///         lr / (1 − beta1ᵗ) overflows (lr = 3e38, beta1 = 0.9: 3e39, inf in float); expected
+///         both finite. <!-- clause: adamw_step.finite-step -->
 /// @throws ShapeError if grads' tensors differ in number or size from params' (the message names the
 ///         tensor, e.g. `blocks.1.b_q`), or a non-empty state does not match them (e.g. a state restored for another
 ///         model; the message names the state) <!-- clause: adamw_step.shape-mismatch -->

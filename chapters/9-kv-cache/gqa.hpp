@@ -72,6 +72,9 @@ Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const H
 ///         "wb::gqa_cache_elements", D and H) <!-- clause: gqa_cache_elements.bad-h -->
 /// @throws ValueError if H_kv is 0 or does not divide H (the message names
 ///         "wb::gqa_cache_elements", H_kv and H) <!-- clause: gqa_cache_elements.bad-h-kv -->
+/// @throws ShapeError naming wb::gqa_cache_elements if the product is more than 2^48 elements
+///         (wb::checked_size, as kv_cache_elements: it never wraps around to a small number).
+///         <!-- clause: gqa_cache_elements.overflow -->
 std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::size_t B);
 
 /// @}

@@ -57,6 +57,9 @@ struct AttentionShape {
 /// @param lse `[B, H, T]` output, assigned <!-- clause: attention_forward.lse-assigned -->
 /// @throws ValueError if any of B, H, T, d is 0 (the message names the function and the four
 ///         sizes), before any buffer is read <!-- clause: attention_forward.zero-axis -->
+/// @throws ShapeError naming wb::attention_forward if B·H·T·d is more than 2^48 elements
+///         (wb::checked_size: sizes of 2^32 never wrap around to no work at all).
+///         <!-- clause: attention_forward.overflow -->
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        float* out, float* lse);
 
@@ -78,6 +81,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 ///        matter <!-- clause: attention_backward.assigned -->
 /// @throws ValueError if any of B, H, T, d is 0 (the message names the function and the four
 ///         sizes) <!-- clause: attention_backward.zero-axis -->
+/// @throws ShapeError naming wb::attention_backward if B·H·T·d is more than 2^48 elements
+///         (wb::checked_size, as attention_forward). <!-- clause: attention_backward.overflow -->
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
                         const float* out, const float* lse, const float* dout, float* dq, float* dk,
                         float* dv);

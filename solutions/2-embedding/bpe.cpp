@@ -173,6 +173,9 @@ bool all_digits(const std::string& text, std::size_t most) {
            std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
+// bpe_serialize writes std::to_string: "0", or digits that do not start with 0.
+bool leading_zero(const std::string& digits) { return digits.size() > 1 && digits[0] == '0'; }
+
 }  // namespace
 
 std::vector<BpeMerge> bpe_train(const std::string& corpus, std::size_t vocab_size) {
@@ -266,6 +269,11 @@ std::vector<BpeMerge> bpe_deserialize(const std::string& data) {
         throw ValueError(fn + ": bad count \"" + count_text.substr(0, 40) +
                          "\" in the first line (expected a decimal number of merges)");
     }
+    if (leading_zero(count_text)) {
+        throw ValueError(fn + ": count \"" + count_text +
+                         "\" in the first line has a leading zero (expected the count as "
+                         "bpe_serialize writes it, without leading zeros)");
+    }
     const std::uint64_t count = digits_value(count_text);
     if (count > kMaxBpeMerges) {
         throw ValueError(fn + ": the first line announces " + std::to_string(count) +
@@ -298,6 +306,11 @@ std::vector<BpeMerge> bpe_deserialize(const std::string& data) {
         if (!all_digits(left, 10) || !all_digits(right, 10)) {
             throw ValueError(fn + ": " + line + " \"" + text.substr(0, 40) +
                              "\" is not two decimal ids (expected \"<left> <right>\")");
+        }
+        if (leading_zero(left) || leading_zero(right)) {
+            throw ValueError(fn + ": " + line + " \"" + text +
+                             "\" has an id with a leading zero (expected ids as bpe_serialize "
+                             "writes them, without leading zeros)");
         }
         const BpeMerge m{static_cast<std::int64_t>(digits_value(left)),
                          static_cast<std::int64_t>(digits_value(right))};

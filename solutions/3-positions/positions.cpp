@@ -74,6 +74,11 @@ Tensor4 apply_rope(const Tensor4& x, std::int64_t offset, float base) {
             << ", expected base > 1 (so that θ_i = base^(-2i/d) shrinks with i)";
         throw ValueError(msg.str());
     }
+    if (!std::isfinite(base)) {  // inf^(-2i/d) is 0 for every pair but the first
+        std::ostringstream msg;
+        msg << "wb::apply_rope: base = " << base << ", expected a finite base > 1";
+        throw ValueError(msg.str());
+    }
 
     // The angles depend only on the position and the pair, not on the batch or the head.
     const std::size_t pairs = d / 2;

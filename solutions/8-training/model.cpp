@@ -317,10 +317,15 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
     require_gpt_shapes(fn.c_str(), "grads", grads, config);
-    if (!cache.has_loss || cache.blocks.size() != config.L) {
+    if (!cache.has_loss) {
         throw ValueError(fn +
                          ": the cache holds no loss: call gpt_forward (with targets) first; "
                          "gpt_logits does not prepare a backward");
+    }
+    if (cache.blocks.size() != config.L) {
+        throw ShapeError(fn + ": the cache holds " + std::to_string(cache.blocks.size()) +
+                         " block caches, expected L = " + std::to_string(config.L) +
+                         " (one per block, as gpt_forward stores them)");
     }
     const std::size_t B = cache.batch, T = cache.seq_len, H = config.H;
     const bool rope = config.positions == Positions::rope;

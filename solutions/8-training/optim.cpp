@@ -43,6 +43,25 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
         throw ValueError(kAdamW + ": state.step = " + std::to_string(state.step) +
                          ", expected a count in [0, 2^63 - 1) (one more step must fit)");
     }
+    {
+        // A finite lr can still make the step itself overflow: the decay lr·wd and the step size
+        // lr / (1 − β1ᵗ) of this step (t = step + 1) must be finite in Real, or every parameter
+        // the step touches would become inf or NaN.
+        const Real lr_r = static_cast<Real>(config.lr);
+        const Real decay = lr_r * static_cast<Real>(config.weight_decay);
+        const Real first_moment_scale =
+            Real(1) - std::pow(static_cast<Real>(config.beta1), static_cast<Real>(state.step + 1));
+        const Real largest_step = lr_r / first_moment_scale;
+        if (!std::isfinite(decay) || !std::isfinite(largest_step)) {
+            throw ValueError(
+                kAdamW + ": lr = " + value_str(config.lr) +
+                " at step t = " + std::to_string(state.step + 1) +
+                " gives a decay lr * weight_decay = " + value_str(static_cast<float>(decay)) +
+                " and a step size lr / (1 - beta1^t) = " +
+                value_str(static_cast<float>(largest_step)) +
+                ", expected both finite (a smaller lr)");
+        }
+    }
     std::vector<ParamRef<Real>> p = parameters(params);
     const std::vector<ParamRef<const Real>> g = parameters(grads);
     if (g.size() != p.size()) {

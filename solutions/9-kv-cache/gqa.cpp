@@ -94,6 +94,8 @@ std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::s
                          " (expected 1 <= H_kv <= H with H % H_kv == 0)");
     }
     const std::size_t d = D / H;
+    checked_size(fn, "2 x L x B x T_max x H_kv x d",
+                 {2, config.L, B, config.T_max, H_kv, d});  // refuses a product that wraps
     // K and V (2), per layer (L), per sequence (B), per position (T_max), H_kv heads of d floats.
     return 2 * config.L * B * config.T_max * H_kv * d;
 }

@@ -86,6 +86,8 @@ void require_positive(const char* function, const AttentionShape& s) {
                          ": got shape [B, H, T, d] = " + shape_str(Shape{s.B, s.H, s.T, s.d}) +
                          ", expected every axis to be at least 1");
     }
+    // B·H·T·d never wraps around to a small count of tasks (2^32 × 2^32 is 0 in size_t).
+    checked_size(function, "[B, H, T, d] = B x H x T x d", {s.B, s.H, s.T, s.d});
 }
 
 // The AttentionShape of a [B, H, T, d] cube.

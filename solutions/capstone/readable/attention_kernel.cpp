@@ -56,6 +56,8 @@ void require_positive(const char* function, const AttentionShape& s) {
                          ": got shape [B, H, T, d] = " + shape_str(Shape{s.B, s.H, s.T, s.d}) +
                          ", expected every axis to be at least 1");
     }
+    // B·H·T·d never wraps around to a small count of tasks (2^32 × 2^32 is 0 in size_t).
+    checked_size(function, "[B, H, T, d] = B x H x T x d", {s.B, s.H, s.T, s.d});
 }
 
 // kt[c·BC + j] = x[(j0 + j)·d + c] for the n ≤ BC rows j0 .. j0+n−1 of a [T, d] head.
