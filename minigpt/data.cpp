@@ -19,6 +19,24 @@ std::string bundled_corpus_path() { return WB_MINIGPT_CORPUS; }
 
 Corpus load_corpus(const std::string& path, std::size_t min_tokens, const TokenizerChoice& choice) {
     const std::string fn = "wb::minigpt::load_corpus";
+    if (choice.kind != TokenizerKind::characters && choice.kind != TokenizerKind::bpe) {
+        throw ValueError(fn + ": tokenizer kind " + std::to_string(static_cast<int>(choice.kind)) +
+                         ", expected TokenizerKind::characters (0) or TokenizerKind::bpe (1)");
+    }
+    // The memory tokenizing takes, compared with what the process may allocate before any of it
+    // is read (a larger file is refused by read_regular_file's limit instead).
+    const std::uint64_t size = regular_file_size(fn, path);
+    const std::uint64_t per_byte =
+        choice.kind == TokenizerKind::bpe ? kCorpusMemoryPerByteBpe : kCorpusMemoryPerByte;
+    const MemoryLimit limit = memory_limit();
+    if (size <= kMaxCorpusBytes && size * per_byte > limit.bytes) {
+        throw FileError(fn + ": " + path + " has " + std::to_string(size) +
+                        " bytes; tokenizing it needs about " + std::to_string(size * per_byte) +
+                        " bytes of memory (" + std::to_string(per_byte) +
+                        " per byte of text), more than the " + std::to_string(limit.bytes) +
+                        " bytes this process may still allocate (" + limit.source +
+                        "); expected a smaller corpus");
+    }
     Corpus c;
     c.path = path;
     c.text = read_regular_file(fn, path, kMaxCorpusBytes);  // bounded; no FIFO, no device
@@ -106,9 +124,19 @@ BatchLoader::BatchLoader(const std::vector<std::int64_t>& tokens, std::size_t ba
         throw ValueError(fn + ": batch = " + std::to_string(batch) +
                          ", context = " + std::to_string(context) + ", expected both >= 1");
     }
-    if (tokens.size() < context + 1) {
+    // tokens.size() <= context, not tokens.size() < context + 1: that sum wraps to 0 for
+    // context = SIZE_MAX.
+    if (tokens.size() <= context) {
         throw ValueError(fn + ": " + std::to_string(tokens.size()) +
-                         " tokens, expected at least context + 1 = " + std::to_string(context + 1));
+                         " tokens, expected at least context + 1 = " +
+                         (context == SIZE_MAX ? std::string("2^64") : std::to_string(context + 1)) +
+                         " (one window: context = " + std::to_string(context) +
+                         " inputs and the next token)");
+    }
+    if (batch > kMaxElements / (context + 1)) {
+        throw ValueError(fn + ": batch = " + std::to_string(batch) +
+                         " windows of context + 1 = " + std::to_string(context + 1) +
+                         " tokens hold more than 2^48 ids, expected a batch that fits in memory");
     }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "8-training/model.hpp"
+#include "minigpt/file_io.hpp"
 #include "minigpt/tokenizer.hpp"
 #include "workbook/core.hpp"
 
@@ -55,6 +56,15 @@ double characters_per_token(const Tokenizer& tokenizer, const std::vector<std::i
 /// The largest corpus load_corpus reads: 256 MiB (its ids take 8 bytes per character more).
 inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t(256) << 20;
 
+/// The memory load_corpus takes per byte of text with the character tokenizer: the text, its
+/// code points, the offsets and ids of encode, the two splits (measured: 31.6 on a 4.9 MB
+/// corpus).
+inline constexpr std::uint64_t kCorpusMemoryPerByte = 32;
+
+/// The same with a BPE vocabulary: bpe_train's linked list and pair lists, then encode
+/// (measured: 85 on the same corpus).
+inline constexpr std::uint64_t kCorpusMemoryPerByteBpe = 96;
+
 /// Reads a UTF-8 text file and tokenizes it: characters, or a BPE learned on the file.
 /// @param path the corpus file
 /// @param min_tokens the fewest tokens acceptable (e.g. enough for windows of T + 1
@@ -63,10 +73,13 @@ inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t(256) << 20;
 /// @return the text, its vocabulary and its ids
 /// @throws FileError naming the path if the file is missing, unreadable, not a regular file
 ///         (a directory, a FIFO, a device: refused before anything is read), larger than
-///         kMaxCorpusBytes (the message states the limit), empty, or not valid UTF-8 (the
-///         message gives the byte offset)
+///         kMaxCorpusBytes (the message states the limit), too large to tokenize within
+///         memory_limit() (kCorpusMemoryPerByte or kCorpusMemoryPerByteBpe bytes per byte; the
+///         message states the need and the limit, before anything is read), empty, or not valid
+///         UTF-8 (the message gives the byte offset)
 /// @throws ValueError naming the path if it holds fewer than min_tokens tokens, or if
-///         choice.vocab_size < 256 for BPE
+///         choice.vocab_size < 256 for BPE, or if choice.kind is neither characters nor bpe
+///         (a value cast from another integer; the message names it)
 Corpus load_corpus(const std::string& path, std::size_t min_tokens,
                    const TokenizerChoice& choice = {});
 
@@ -100,7 +113,9 @@ class BatchLoader {
     /// @param batch B, the windows per batch, >= 1
     /// @param context T, the model's input length, >= 1
     /// @param seed seeds the generator: the same seed gives the same batches
-    /// @throws ValueError if batch or context is 0 or tokens holds fewer than T + 1 ids
+    /// @throws ValueError if batch or context is 0, tokens holds fewer than T + 1 ids (compared
+    ///         without computing T + 1, which wraps around to 0 for T = SIZE_MAX), or a batch
+    ///         `[B, T + 1]` would hold more than 2^48 ids (the message names the sizes)
     BatchLoader(const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
                 std::uint64_t seed);
 

@@ -372,9 +372,20 @@ std::string explanation_html(const Explanation& e) {
 }
 
 std::string write_explanation(const std::string& html_path, const Explanation& e) {
+    const std::string fn = "wb::minigpt::write_explanation";
     std::string json_path = std::filesystem::path(html_path).replace_extension(".json").string();
-    write_file_atomic("wb::minigpt::write_explanation", html_path, explanation_html(e));
-    write_file_atomic("wb::minigpt::write_explanation", json_path, explanation_json(e));
+    if (std::filesystem::path(html_path).filename().empty()) {
+        throw ValueError(fn + ": html_path \"" + html_path +
+                         "\" names no file, expected a file name such as explain.html");
+    }
+    if (same_file(html_path, json_path)) {
+        throw ValueError(fn + ": html_path " + html_path + " is also where the JSON goes (" +
+                         json_path +
+                         "), so the JSON would overwrite the page; expected a name "
+                         "that does not end in .json, such as explain.html");
+    }
+    write_file_atomic(fn, html_path, explanation_html(e));
+    write_file_atomic(fn, json_path, explanation_json(e));
     return json_path;
 }
 

@@ -65,6 +65,9 @@ std::string explanation_html(const Explanation& e);
 /// Writes the page to `html_path` and the JSON beside it (the same path with the extension
 /// `.json`), each atomically.
 /// @return the path of the JSON file
+/// @throws ValueError naming "wb::minigpt::write_explanation" and html_path, before anything
+///         is written, if html_path names no file (empty, or ending in `/`) or the JSON's path
+///         is html_path itself (a name ending in `.json`: the JSON would overwrite the page)
 /// @throws FileError naming the file if either cannot be written
 std::string write_explanation(const std::string& html_path, const Explanation& e);
 

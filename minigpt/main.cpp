@@ -5,6 +5,8 @@
 //   minigpt --load build/solutions/minigpt.ckpt --prompt "KING:"   generate only
 //   minigpt explain --load build/solutions/minigpt.ckpt --prompt "KING:" --html explain.html
 //                                            a page of its attention and next-token choices
+//   minigpt convert --checkpoint old.ckpt --vocab old.ckpt.vocab --out new.ckpt
+//                                            a model of the older two-file form as one file
 //
 // Exit codes: 0 done, 1 a runtime problem (corpus, checkpoint, prompt), 2 bad options.
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -64,6 +67,7 @@ struct Cli {
     bool greedy = false;
     std::string command = "minigpt";  // how the user runs the program, for the lines it prints
     std::string explain_load, explain_prompt, explain_html = "explain.html";  // `explain`
+    std::string convert_checkpoint, convert_vocab, convert_out;               // `convert`
 };
 
 // Which code each chapter came from, as CMake compiled it: "chapter1=reference,...,
@@ -122,6 +126,18 @@ int run_explain(const Cli& c) {
               << " (L=" << model.config.L << " layers, H=" << model.config.H << " heads)\n"
               << "minigpt: page " << c.explain_html << " (open it in a browser; no network)\n"
               << "minigpt: data " << json << '\n';
+    return 0;
+}
+
+// `minigpt convert`: a model of the older two-file form made one file.
+int run_convert(const Cli& c) {
+    const Model model = load_two_file_model(c.convert_checkpoint, c.convert_vocab);
+    save_model(c.convert_out, model);
+    std::cout << "minigpt: converted " << c.convert_checkpoint << " and its vocabulary "
+              << c.convert_vocab << " into " << c.convert_out << " (V=" << model.config.V
+              << " T=" << model.config.T_max << " D=" << model.config.D << " H=" << model.config.H
+              << " L=" << model.config.L << ", trained " << model.step
+              << " steps; weights and vocabulary in one file)\n";
     return 0;
 }
 
@@ -216,9 +232,16 @@ std::string fmt(const char* format, double x) {
     return buf;
 }
 
+// The files a training run writes beside --out: the loss log and, with SVG, the loss curve.
+std::string loss_csv_path(const std::string& out) {
+    return std::filesystem::path(out).replace_extension(".loss.csv").string();
+}
+std::string loss_svg_path(const std::string& out) {
+    return std::filesystem::path(out).replace_extension(".loss.svg").string();
+}
+
 void write_curves(const std::string& ckpt, const std::vector<StepLog>& log) {
-    namespace fs = std::filesystem;
-    const std::string csv = fs::path(ckpt).replace_extension(".loss.csv").string();
+    const std::string csv = loss_csv_path(ckpt);
     write_loss_csv(csv, log);
     std::cout << "minigpt: loss log  " << csv << '\n';
 #ifdef WB_MINIGPT_HAS_SVG
@@ -231,9 +254,11 @@ void write_curves(const std::string& ckpt, const std::vector<StepLog>& log) {
             held.y.push_back(double(*e.eval_loss));
         }
     }
-    const std::string svg = fs::path(ckpt).replace_extension(".loss.svg").string();
-    wb::svg::write_line_chart(svg, "mini-GPT loss", "step", "cross entropy (nats per character)",
-                              {train, held});
+    const std::string svg = loss_svg_path(ckpt);
+    // The picture through a TemporaryFile like every file the program writes (a unique name).
+    write_file_atomic("wb::svg::write_line_chart", svg,
+                      wb::svg::line_chart_svg("mini-GPT loss", "step",
+                                              "cross entropy (nats per character)", {train, held}));
     std::cout << "minigpt: loss curve " << svg << '\n';
 #endif
 }
@@ -247,19 +272,80 @@ void check_prompt(const Tokenizer& tokenizer, const std::string& prompt) {
     }
 }
 
-// --out must be a new path or a regular file, and never the corpus it was trained on.
-void check_out(const Cli& c) {
+// A file the program writes, named by an option (or derived from one).
+struct Output {
+    std::string path;
+    std::string what;  // "--out", "the loss log of --out m.model" ...
+    // How a message names it: "--out m.model", "the loss log of --out m.model (m.loss.csv)".
+    std::string shown() const {
+        return what.rfind("--", 0) == 0 ? what + " " + path : what + " (" + path + ")";
+    }
+};
+
+// A file the program reads, and the option that names it.
+struct Input {
+    std::string what;    // "the corpus"
+    std::string option;  // "--corpus"
+    std::string path;
+};
+
+// Every output must be a file name in a folder that exists or can be made, a new path or a
+// regular file, and none may be an input or another output: checked before any training, so a
+// run never ends by overwriting its corpus or its model, or by failing to save.
+void check_outputs(const std::vector<Output>& outputs, const std::vector<Input>& inputs) {
     namespace fs = std::filesystem;
-    try {
-        wb::minigpt::require_replaceable("--out", c.out);
-    } catch (const wb::FileError& e) {
-        throw UsageError(e.what());
+    for (const Output& o : outputs) {
+        const fs::path p(o.path);
+        if (o.path.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..") {
+            throw UsageError(o.what + " '" + o.path +
+                             "' names no file (empty, or a folder ending in /); expected a file "
+                             "name such as minigpt.ckpt or out/minigpt.ckpt");
+        }
+        // The folder: the nearest part of it that exists must be a folder this user may write.
+        fs::path dir = p.parent_path();
+        std::error_code ec;
+        while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
+        const std::string shown = dir.empty() ? std::string(".") : dir.string();
+        if (!fs::is_directory(dir.empty() ? fs::path(".") : dir, ec)) {
+            throw UsageError(o.shown() + ": " + shown +
+                             " is not a folder (expected a path in a folder)");
+        }
+        if (::access(shown.c_str(), W_OK | X_OK) != 0) {
+            throw UsageError(o.shown() + ": cannot write in the folder " + shown + " (" +
+                             std::strerror(errno) + ")");
+        }
+        try {
+            require_replaceable(o.what, o.path);
+        } catch (const wb::FileError& e) {
+            throw UsageError(e.what());
+        }
+        for (const Input& in : inputs) {
+            if (!in.path.empty() && same_file(o.path, in.path)) {
+                throw UsageError(o.shown() + " is " + in.what + " (" + in.option + " " + in.path +
+                                 "); expected another path: an input is never overwritten");
+            }
+        }
     }
-    std::error_code ec;
-    if (fs::exists(c.out, ec) && fs::equivalent(c.out, c.corpus, ec)) {
-        throw UsageError("--out " + c.out + " is the corpus itself (--corpus " + c.corpus +
-                         "); expected another path, the corpus is never overwritten");
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+            if (same_file(outputs[i].path, outputs[j].path)) {
+                throw UsageError(outputs[j].shown() + " is also " + outputs[i].shown() +
+                                 "; expected a file of its own for each");
+            }
+        }
     }
+}
+
+// A training run's outputs: --out, its loss log and its loss curve.
+std::vector<Output> training_outputs(const Cli& c) {
+    std::vector<Output> out{{c.out, "--out"}};
+    if (!c.out.empty() && !std::filesystem::path(c.out).filename().empty()) {
+        out.push_back({loss_csv_path(c.out), "the loss log of --out " + c.out});
+#ifdef WB_MINIGPT_HAS_SVG
+        out.push_back({loss_svg_path(c.out), "the loss curve of --out " + c.out});
+#endif
+    }
+    return out;
 }
 
 void print_sample(const Model& model, const Cli& c) {
@@ -317,6 +403,24 @@ int run(const Cli& c) {
 
     Model model;
     model.tokenizer = corpus.tokenizer;
+    // The model's memory, compared with what the process may allocate before any of it is.
+    const wb::GptConfig shape{corpus.tokenizer.size(),
+                              c.train.context,
+                              c.d_model,
+                              c.heads,
+                              c.layers,
+                              c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
+    const MemoryLimit limit = memory_limit();
+    if (training_memory(shape) > limit.bytes) {
+        throw wb::ValueError(
+            "a model of V=" + std::to_string(shape.V) + " T=" + std::to_string(shape.T_max) +
+            " D=" + std::to_string(shape.D) + " L=" + std::to_string(shape.L) + " has " +
+            std::to_string(parameter_count(shape)) + " parameters; training it needs at least " +
+            std::to_string(training_memory(shape)) +
+            " bytes (weights, gradients and AdamW's two moments), more than the " +
+            std::to_string(limit.bytes) + " bytes this process may still allocate (" +
+            limit.source + "); expected a smaller --d-model, --layers or --context");
+    }
     model.config = {corpus.tokenizer.size(),
                     c.train.context,
                     c.d_model,
@@ -442,9 +546,10 @@ int main(int argc, char** argv) {
     app.add_option("--vocab-size", c.vocab_size, "V of the BPE vocabulary: 256 bytes + merges")
         ->check(integer_check(256, kMaxWidth));
     app.add_option("--out", c.out,
-                   "where to save the checkpoint (the vocabulary, the loss "
-                   "log and the loss curve go beside it)");
-    app.add_option("--load", c.load, "skip training: generate from this checkpoint");
+                   "where to save the model: one file, the weights and the vocabulary (the "
+                   "loss log and the loss curve go beside it: m.ckpt gives m.loss.csv and "
+                   "m.loss.svg)");
+    app.add_option("--load", c.load, "skip training: generate from this model file");
     app.add_option("--prompt", c.prompt, "text to continue (empty: start a new line)");
     app.add_option("--max-new-tokens", c.max_new_tokens, "characters to generate")
         ->check(integer_check(0, kMaxNewTokens));
@@ -474,6 +579,15 @@ int main(int argc, char** argv) {
         ->required();
     explain_app->add_option("--html", c.explain_html,
                             "the page to write (the JSON goes beside it)");
+    CLI::App* convert_app = app.add_subcommand(
+        "convert",
+        "makes a model saved by an older version as two files (a bare checkpoint and its "
+        "vocabulary beside it) one model file; name the vocabulary you know belongs to it");
+    convert_app->add_option("--checkpoint", c.convert_checkpoint, "the bare checkpoint (m.ckpt)")
+        ->required();
+    convert_app->add_option("--vocab", c.convert_vocab, "its vocabulary (usually m.ckpt.vocab)")
+        ->required();
+    convert_app->add_option("--out", c.convert_out, "the model file to write")->required();
     if (const char* command = std::getenv("WB_MINIGPT_COMMAND")) {
         c.command = command;  // tools/run-minigpt
     } else if (argc > 0) {
@@ -482,14 +596,41 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
+        if (explain_app->parsed() || convert_app->parsed()) {
+            // The training and generation options belong to the command without a
+            // subcommand: given before `explain` or `convert`, they would be ignored.
+            const std::string sub = explain_app->parsed() ? "explain" : "convert";
+            for (const CLI::Option* option : app.get_options()) {
+                if (option->get_name() == "--help" || option->count() == 0) continue;
+                throw UsageError(option->get_name() + " has no effect with " + sub +
+                                 " (it is an option of training and generation); leave it out");
+            }
+        }
         if (explain_app->parsed()) {
             if (std::filesystem::path(c.explain_html).extension() == ".json") {
                 throw UsageError("--html " + c.explain_html +
                                  " would be overwritten by the JSON "
                                  "beside it; expected a name ending in .html");
             }
+            const std::string json =
+                std::filesystem::path(c.explain_html).replace_extension(".json").string();
+            check_outputs(
+                {{c.explain_html, "--html"}, {json, "the JSON of --html " + c.explain_html}},
+                {{"the model", "--load", c.explain_load}});
             try {
                 return run_explain(c);
+            } catch (const std::exception& e) {
+                std::cout << std::flush;
+                std::cerr << "minigpt: error: " << e.what() << '\n';
+                return 1;
+            }
+        }
+        if (convert_app->parsed()) {
+            check_outputs({{c.convert_out, "--out"}},
+                          {{"the checkpoint", "--checkpoint", c.convert_checkpoint},
+                           {"the vocabulary", "--vocab", c.convert_vocab}});
+            try {
+                return run_convert(c);
             } catch (const std::exception& e) {
                 std::cout << std::flush;
                 std::cerr << "minigpt: error: " << e.what() << '\n';
@@ -505,7 +646,13 @@ int main(int argc, char** argv) {
                 "--vocab-size has no effect with --tokenizer char (it is the size "
                 "of a BPE vocabulary); add --tokenizer bpe or leave it out");
         }
-        if (c.load.empty()) check_out(c);  // before training, not after
+        if (c.load.empty()) {  // before training, not after
+            if (std::filesystem::exists(c.out) && same_file(c.out, c.corpus)) {
+                throw UsageError("--out " + c.out + " is the corpus itself (--corpus " + c.corpus +
+                                 "); expected another path, the corpus is never overwritten");
+            }
+            check_outputs(training_outputs(c), {{"the corpus", "--corpus", c.corpus}});
+        }
         if (!c.load.empty()) {
             // The model file fixes the shape and the training is over: say so, not ignore.
             for (const char* name :

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -21,6 +23,7 @@ namespace {
 
 constexpr std::size_t kModelHeaderBytes = 8 + 4 + 8 + 8;  // magic, version, N, C
 constexpr std::uint32_t kModelVersion = 1;
+constexpr std::size_t kChunk = std::size_t(1) << 20;  // bytes read or copied at a time
 
 void put_u64(std::string& out, std::uint64_t v) {
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -32,8 +35,24 @@ std::uint64_t get_u64(const std::string& in, std::size_t at) {
     }
     return v;
 }
-std::uint64_t hash_of(const std::string& bytes, std::size_t size) {
-    return fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), size);
+
+// FNV-1a, 64 bits, fed piece by piece (the same value as wb::fnv1a64 of the whole range).
+struct Fnv1a {
+    std::uint64_t h = 14695981039346656037ull;
+    void add(const char* data, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            h ^= static_cast<unsigned char>(data[i]);
+            h *= 1099511628211ull;
+        }
+    }
+    void add(const std::string& s) { add(s.data(), s.size()); }
+};
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t k) {
+    return a > UINT64_MAX / k ? UINT64_MAX : a * k;
 }
 
 // Removes a file when it goes out of scope.
@@ -42,6 +61,14 @@ struct RemoveLater {
     ~RemoveLater() {
         std::error_code ignored;
         if (!path.empty()) std::filesystem::remove(path, ignored);
+    }
+};
+
+// Closes a descriptor when it goes out of scope.
+struct CloseLater {
+    int fd = -1;
+    ~CloseLater() {
+        if (fd >= 0) ::close(fd);
     }
 };
 
@@ -54,20 +81,39 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
-Tokenizer vocabulary_of(const std::string& fn, const std::string& where, const std::string& data,
-                        std::size_t V, const std::string& path) {
-    Tokenizer tokenizer;
+std::string bytes_text(std::uint64_t n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(n),
+                  static_cast<double>(n) / double(1ull << 30));
+    return buf;
+}
+
+// Refuses a load that needs more memory than the limit, before anything is allocated.
+void require_memory(const std::string& fn, const std::string& path, const std::string& parts,
+                    std::uint64_t need, const MemoryLimit& limit) {
+    if (need <= limit.bytes) return;
+    throw FileError(fn + ": " + path + " holds " + parts + "; loading it needs about " +
+                    bytes_text(need) + " of memory, more than the " + bytes_text(limit.bytes) +
+                    " this process may still allocate (" + limit.source +
+                    "); expected a model that fits in memory");
+}
+
+Tokenizer vocabulary_of(const std::string& fn, const std::string& where, const std::string& data) {
     try {
-        tokenizer = Tokenizer::deserialize(data);
+        return Tokenizer::deserialize(data);
     } catch (const ValueError& e) {
         throw FileError(fn + ": " + where + " is not a vocabulary: " + e.what());
     }
-    if (tokenizer.size() != V) {
-        throw FileError(fn + ": " + where + " holds " + std::to_string(tokenizer.size()) +
-                        " characters, expected V = " + std::to_string(V) + " of the checkpoint " +
-                        path + " (the vocabulary does not belong to these weights)");
-    }
-    return tokenizer;
+}
+
+void require_vocabulary_size(const std::string& fn, const std::string& where,
+                             const Tokenizer& tokenizer, std::size_t V, const std::string& path) {
+    if (tokenizer.size() == V) return;
+    const bool bpe = tokenizer.kind() == TokenizerKind::bpe;
+    throw FileError(fn + ": " + where + " holds " + std::to_string(tokenizer.size()) +
+                    (bpe ? " BPE tokens" : " characters") + ", expected V = " + std::to_string(V) +
+                    " of the checkpoint " + path +
+                    " (the vocabulary does not belong to these weights)");
 }
 
 Model from_checkpoint(Checkpoint ckpt, Tokenizer tokenizer) {
@@ -79,64 +125,74 @@ Model from_checkpoint(Checkpoint ckpt, Tokenizer tokenizer) {
     return m;
 }
 
-// A model saved as two files: a bare checkpoint at path, its vocabulary at path + ".vocab".
-Model load_two_files(const std::string& fn, const std::string& path) {
-    Checkpoint ckpt = load_checkpoint(path);  // validates the whole file
-    const std::string vpath = vocab_path(path);
-    std::string data;
-    try {
-        data = read_regular_file(fn, vpath, kMaxModelBytes);
-    } catch (const FileError& e) {
-        throw FileError(std::string(e.what()) + " (" + path +
-                        " is a bare checkpoint, which is saved with its vocabulary beside it)");
-    }
-    Tokenizer tokenizer = vocabulary_of(fn, vpath, data, ckpt.config.V, path);
-    return from_checkpoint(std::move(ckpt), std::move(tokenizer));
-}
-
-// Chapter 8's loader reads a path: give it the checkpoint's bytes as an in-memory file
-// (Linux) or, elsewhere, as a temporary file in the system's temporary folder.
-Checkpoint load_checkpoint_bytes(const std::string& fn, const std::string& path,
-                                 const std::string& bytes) {
+// Where chapter 8's loader (which reads a path) finds the checkpoint part: an in-memory file
+// (Linux) or, elsewhere, a temporary file in the system's temporary folder.
+struct CheckpointCopy {
     RemoveLater temporary;
-    std::string inner;
-    int fd = -1;
+    CloseLater file;
+    std::string inner;  // the path chapter 8 opens
+
+    CheckpointCopy(const std::string& fn, const std::string& path) {
 #ifdef __linux__
-    fd = static_cast<int>(::syscall(SYS_memfd_create, "wb-minigpt-checkpoint", 1u /*CLOEXEC*/));
-    if (fd >= 0) inner = "/proc/self/fd/" + std::to_string(fd);
-    if (fd >= 0 && !std::filesystem::exists(inner)) {
-        ::close(fd);
-        fd = -1;
-    }
+        file.fd =
+            static_cast<int>(::syscall(SYS_memfd_create, "wb-minigpt-checkpoint", 1u /*CLOEXEC*/));
+        if (file.fd >= 0) inner = "/proc/self/fd/" + std::to_string(file.fd);
+        if (file.fd >= 0 && !std::filesystem::exists(inner)) {
+            ::close(file.fd);
+            file.fd = -1;
+        }
 #endif
-    if (fd < 0) {
-        temporary.path = unique_temporary_path(
-            (std::filesystem::temp_directory_path() / "wb-minigpt-checkpoint").string());
-        inner = temporary.path;
-        fd = ::open(inner.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) throw FileError(fn + ": cannot create a temporary copy of " + path);
+        if (file.fd < 0) {
+            temporary.path = unique_temporary_path(
+                (std::filesystem::temp_directory_path() / "wb-minigpt-checkpoint").string());
+            inner = temporary.path;
+            file.fd = ::open(inner.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (file.fd < 0) throw FileError(fn + ": cannot create a temporary copy of " + path);
+        }
     }
+    void write(const std::string& fn, const std::string& path, const char* data, std::size_t n) {
+        std::size_t done = 0;
+        while (done < n) {
+            const ssize_t w = ::write(file.fd, data + done, n - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) throw FileError(fn + ": cannot copy the checkpoint of " + path);
+            done += static_cast<std::size_t>(w);
+        }
+    }
+    Checkpoint load(const std::string& fn, const std::string& path) {
+        try {
+            return load_checkpoint(inner);
+        } catch (const FileError& e) {
+            throw FileError(fn + ": " + path + ": its checkpoint: " +
+                            replace_all(e.what(), inner, path + " (checkpoint part)"));
+        }
+    }
+};
+
+// Reads `count` bytes of `fd` from `offset` into `out`, all of them.
+void read_exactly(const std::string& fn, const std::string& path, int fd, std::uint64_t offset,
+                  char* out, std::size_t count) {
     std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    while (done < count) {
+        const ssize_t n = ::pread(fd, out + done, count - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            ::close(fd);
-            throw FileError(fn + ": cannot copy the checkpoint of " + path);
+            throw FileError(fn + ": cannot read " + path + " at byte " +
+                            std::to_string(offset + done) +
+                            (n == 0 ? " (the file shrank while it was read)"
+                                    : " (" + std::string(std::strerror(errno)) + ")"));
         }
         done += static_cast<std::size_t>(n);
-    }
-    try {
-        Checkpoint ckpt = load_checkpoint(inner);
-        ::close(fd);
-        return ckpt;
-    } catch (const FileError& e) {
-        ::close(fd);
-        throw FileError(fn + ": " + path + ": its checkpoint: " +
-                        replace_all(e.what(), inner, path + " (checkpoint part)"));
     }
 }
 
 }  // namespace
+
+std::uint64_t model_load_memory(std::uint64_t vocabulary_bytes, std::uint64_t checkpoint_bytes) {
+    return saturating_add(
+        saturating_add(saturating_mul(checkpoint_bytes, 3), saturating_mul(vocabulary_bytes, 2)),
+        std::uint64_t(1) << 20);
+}
 
 void save_model(const std::string& path, const Model& model) {
     const std::string fn = "wb::minigpt::save_model";
@@ -145,36 +201,57 @@ void save_model(const std::string& path, const Model& model) {
                          ", expected the vocabulary's size " +
                          std::to_string(model.tokenizer.size()));
     }
-    require_replaceable(fn, path);
-    // Chapter 8 writes the checkpoint to a file of its own (a unique name beside the model);
-    // its bytes are then wrapped with the vocabulary into the one model file.
-    RemoveLater part{unique_temporary_path(path)};
+    require_valid_config(fn, model.config);
+    require_gpt_shapes(fn.c_str(), "model.params", model.params, model.config);  // names the tensor
+    const std::string vocabulary = model.tokenizer.serialize();
+
+    // Chapter 8 writes the checkpoint to the temporary file itself (through its own `.tmp`,
+    // renamed onto the name), then the file is written again from its first byte: header,
+    // vocabulary, the checkpoint's bytes, checksum. Its blocks are reused: one model's space.
+    TemporaryFile file(fn, path);
+    file.also_remove(file.path() + ".tmp");
+    file.close();
     std::string checkpoint;
     try {
-        save_checkpoint(part.path, model.config, model.params, nullptr, model.step);
-        checkpoint = read_regular_file(fn, part.path, kMaxModelBytes);
+        save_checkpoint(file.path(), model.config, model.params, nullptr, model.step);
+        checkpoint = read_regular_file(fn, file.path(), kMaxModelBytes);
     } catch (const FileError& e) {
         throw FileError(fn + ": cannot write the checkpoint part: " + e.what() +
                         "; the previous file at " + path + " is unchanged");
     }
-    const std::string vocabulary = model.tokenizer.serialize();
-    std::string file(kModelMagic, kModelMagic + 8);
-    file.reserve(kModelHeaderBytes + vocabulary.size() + checkpoint.size() + 8);
-    for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>(kModelVersion >> (8 * i)));
-    put_u64(file, vocabulary.size());
-    put_u64(file, checkpoint.size());
-    file += vocabulary;
-    file += checkpoint;
-    put_u64(file, hash_of(file, file.size()));
-    write_file_atomic(fn, path, file);
+    std::string header(kModelMagic, kModelMagic + 8);
+    for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(kModelVersion >> (8 * i)));
+    put_u64(header, vocabulary.size());
+    put_u64(header, checkpoint.size());
+    Fnv1a hash;
+    hash.add(header);
+    hash.add(vocabulary);
+    hash.add(checkpoint);
+    std::string tail;
+    put_u64(tail, hash.h);
+    file.reopen();
+    file.write(header);
+    file.write(vocabulary);
+    file.write(checkpoint);
+    file.write(tail);
+    file.truncate_here();
+    file.commit();
 }
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& path) { return load_model(path, memory_limit()); }
+
+Model load_model(const std::string& path, const MemoryLimit& limit) {
     const std::string fn = "wb::minigpt::load_model";
     const std::uint64_t size = regular_file_size(fn, path);
     const std::string header = read_file_part(fn, path, 0, kModelHeaderBytes);
     if (header.size() >= 8 && std::memcmp(header.data(), kCheckpointMagic, 8) == 0) {
-        return load_two_files(fn, path);
+        throw FileError(
+            fn + ": " + path + " is a bare checkpoint, the older two-file form whose vocabulary " +
+            "is a file beside it (" + vocab_path(path) + "); nothing proves that vocabulary " +
+            "belongs to these weights, so the form is not loaded. Expected a one-file model: " +
+            "convert it once, after making sure the vocabulary is the one it was trained with: " +
+            "minigpt convert --checkpoint " + path + " --vocab " + vocab_path(path) +
+            " --out <new model file>");
     }
     if (header.size() < 8 || std::memcmp(header.data(), kModelMagic, 8) != 0) {
         throw FileError(fn + ": " + path +
@@ -194,7 +271,8 @@ Model load_model(const std::string& path) {
                         ", expected " + std::to_string(kModelVersion));
     }
     const std::uint64_t n_vocab = get_u64(header, 12), n_ckpt = get_u64(header, 20);
-    // The announced size, compared with the file's before anything more is read.
+    // The announced sizes, compared with the file's, the size limit and the memory before
+    // anything more is read or allocated.
     const std::uint64_t room = size - kModelHeaderBytes;
     if (room < 8 || n_vocab > room - 8 || n_ckpt > room - 8 - n_vocab ||
         n_vocab + n_ckpt != room - 8) {
@@ -207,21 +285,78 @@ Model load_model(const std::string& path) {
         throw FileError(fn + ": " + path + " has " + std::to_string(size) +
                         " bytes, more than the limit of " + std::to_string(kMaxModelBytes));
     }
-    const std::string bytes = read_regular_file(fn, path, kMaxModelBytes);
-    if (bytes.size() != size) {
-        throw FileError(fn + ": " + path + " changed while it was read");
+    require_memory(fn, path,
+                   "a vocabulary of " + std::to_string(n_vocab) + " bytes and a checkpoint of " +
+                       std::to_string(n_ckpt) + " bytes",
+                   model_load_memory(n_vocab, n_ckpt), limit);
+
+    // One pass over the file: the checksum of everything before it, the vocabulary into
+    // memory, the checkpoint into the copy chapter 8's loader reads.
+    CloseLater in;
+    in.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (in.fd < 0) {
+        throw FileError(fn + ": cannot open " + path + " (" + std::strerror(errno) + ")");
     }
-    const std::uint64_t stored = get_u64(bytes, bytes.size() - 8);
-    const std::uint64_t computed = hash_of(bytes, bytes.size() - 8);
-    if (stored != computed) {
+    CheckpointCopy copy(fn, path);
+    Fnv1a hash;
+    hash.add(header.data(), kModelHeaderBytes);
+    std::string vocabulary(static_cast<std::size_t>(n_vocab), '\0');
+    read_exactly(fn, path, in.fd, kModelHeaderBytes, vocabulary.data(), vocabulary.size());
+    hash.add(vocabulary);
+    std::string chunk(std::min<std::uint64_t>(kChunk, n_ckpt), '\0');
+    for (std::uint64_t at = 0; at < n_ckpt;) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, n_ckpt - at));
+        read_exactly(fn, path, in.fd, kModelHeaderBytes + n_vocab + at, chunk.data(), n);
+        hash.add(chunk.data(), n);
+        copy.write(fn, path, chunk.data(), n);
+        at += n;
+    }
+    std::string stored(8, '\0');
+    read_exactly(fn, path, in.fd, size - 8, stored.data(), 8);
+    if (get_u64(stored, 0) != hash.h) {
         throw FileError(fn + ": " + path + ": checksum mismatch: the file is corrupted");
     }
-    const std::string vocabulary = bytes.substr(kModelHeaderBytes, n_vocab);
-    Checkpoint ckpt =
-        load_checkpoint_bytes(fn, path, bytes.substr(kModelHeaderBytes + n_vocab, n_ckpt));
-    Tokenizer tokenizer =
-        vocabulary_of(fn, path + " (vocabulary part)", vocabulary, ckpt.config.V, path);
+    const std::string where = path + " (vocabulary part)";
+    Tokenizer tokenizer = vocabulary_of(fn, where, vocabulary);
+    Checkpoint ckpt = copy.load(fn, path);
+    require_vocabulary_size(fn, where, tokenizer, ckpt.config.V, path);
     return from_checkpoint(std::move(ckpt), std::move(tokenizer));
+}
+
+Model load_two_file_model(const std::string& checkpoint_path, const std::string& vocabulary_path) {
+    const std::string fn = "wb::minigpt::load_two_file_model";
+    const std::uint64_t size = regular_file_size(fn, checkpoint_path);
+    const std::uint64_t vocab_size = regular_file_size(fn, vocabulary_path);
+    // Chapter 8's loader holds the file and the weights: twice its size.
+    require_memory(fn, checkpoint_path,
+                   "a checkpoint of " + std::to_string(size) + " bytes (vocabulary " +
+                       vocabulary_path + ": " + std::to_string(vocab_size) + " bytes)",
+                   saturating_add(model_load_memory(vocab_size, 0), saturating_mul(size, 2)),
+                   memory_limit());
+    const std::string data = read_regular_file(fn, vocabulary_path, kMaxModelBytes);
+    Tokenizer tokenizer = vocabulary_of(fn, vocabulary_path, data);
+    Checkpoint ckpt;
+    try {
+        ckpt = load_checkpoint(checkpoint_path);
+    } catch (const FileError& e) {
+        throw FileError(fn + ": " + e.what());
+    }
+    require_vocabulary_size(fn, vocabulary_path, tokenizer, ckpt.config.V, checkpoint_path);
+    return from_checkpoint(std::move(ckpt), std::move(tokenizer));
+}
+
+std::uint64_t parameter_count(const GptConfig& c) {
+    auto mul = [](std::uint64_t a, std::uint64_t b) { return b == 0 ? 0 : saturating_mul(a, b); };
+    const std::uint64_t D = c.D;
+    std::uint64_t n = saturating_mul(mul(c.V, D), 2);
+    if (c.positions == Positions::learned) n = saturating_add(n, mul(c.T_max, D));
+    const std::uint64_t block = saturating_add(mul(mul(D, D), 12), mul(D, 13));
+    n = saturating_add(n, mul(block, c.L));
+    return saturating_add(n, mul(D, 2));
+}
+
+std::uint64_t training_memory(const GptConfig& config) {
+    return saturating_mul(parameter_count(config), 4 * sizeof(float));
 }
 
 std::size_t parameter_count(const GptParams<float>& params) {

@@ -108,6 +108,59 @@ std::string char_display(char32_t c) {
     return code_point_str(c);
 }
 
+// `text` as a message can show it on a terminal: control bytes (a CRLF line's \r, a tab, a
+// NUL) and bytes above 0x7E are written as escapes; at most `most` bytes of it.
+std::string printable(const std::string& text, std::size_t most = 40) {
+    std::string out;
+    const std::string cut = text.substr(0, most);
+    for (std::size_t i = 0; i < cut.size(); ++i) {
+        const auto b = static_cast<unsigned char>(cut[i]);
+        if (b == '\r') {
+            out += "\\r";
+        } else if (b == '\t') {
+            out += "\\t";
+        } else if (b == '\\' || b == '"') {
+            out += '\\';
+            out += cut[i];
+        } else if (b < 0x20 || b == 0x7F || b >= 0x80) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(b));
+            out += buf;
+        } else {
+            out += cut[i];
+        }
+    }
+    return text.size() > most ? out + "..." : out;
+}
+
+// The bytes that all the tokens of `merges` hold together (256 for the bytes alone), counted
+// without building them; saturates just above kMaxBpeVocabularyBytes.
+std::uint64_t bpe_vocabulary_bytes(const std::vector<BpeMerge>& merges) {
+    const std::uint64_t cap = kMaxBpeVocabularyBytes + 1;
+    std::vector<std::uint64_t> length(256 + merges.size(), 1);
+    std::uint64_t total = 256;
+    for (std::size_t r = 0; r < merges.size(); ++r) {
+        const auto l = static_cast<std::size_t>(merges[r].left);
+        const auto rr = static_cast<std::size_t>(merges[r].right);
+        const std::uint64_t n = length[l] + length[rr];  // each is at most cap: no overflow
+        length[256 + r] = std::min(n, cap);
+        total = std::min(total + length[256 + r], cap);
+    }
+    return total;
+}
+
+void require_bpe_size(const std::string& fn, const std::vector<BpeMerge>& merges) {
+    const std::uint64_t bytes = bpe_vocabulary_bytes(merges);
+    if (bytes > kMaxBpeVocabularyBytes) {
+        throw ValueError(fn + ": the " + std::to_string(256 + merges.size()) +
+                         " tokens of the BPE vocabulary hold more than " +
+                         std::to_string(kMaxBpeVocabularyBytes) +
+                         " bytes in all, the limit (expected a vocabulary whose tokens hold at "
+                         "most " +
+                         std::to_string(kMaxBpeVocabularyBytes) + " bytes)");
+    }
+}
+
 const char* const kVocabHeader = "wb-minigpt-vocab 1 ";
 const char* const kBpeHeader = "wb-minigpt-bpe 1\n";  // then chapter 2's bpe_serialize
 
@@ -219,6 +272,7 @@ Tokenizer Tokenizer::bpe_from_text(const std::string& text, std::size_t vocab_si
     Tokenizer t;
     t.kind_ = TokenizerKind::bpe;
     t.merges_ = bpe_train(text, vocab_size);  // chapter 2
+    require_bpe_size(fn, t.merges_);
     return t;
 }
 
@@ -241,6 +295,7 @@ Tokenizer Tokenizer::deserialize(const std::string& data) {
         } catch (const ValueError& e) {
             throw ValueError(fn + ": a BPE vocabulary that cannot be read: " + e.what());
         }
+        require_bpe_size(fn, t.merges_);
         return t;
     }
     const std::string header = kVocabHeader;
@@ -253,8 +308,15 @@ Tokenizer Tokenizer::deserialize(const std::string& data) {
     const std::string count_text = data.substr(header.size(), newline - header.size());
     if (count_text.size() > 9 || !std::all_of(count_text.begin(), count_text.end(),
                                               [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        const bool crlf = !count_text.empty() && count_text.back() == '\r';
+        throw ValueError(fn + ": bad count \"" + printable(count_text) +
+                         "\" in the header (expected a decimal number of characters" +
+                         (crlf ? " and a line ending in \\n alone, not \\r\\n)" : ")"));
+    }
+    if (count_text.size() > 1 && count_text[0] == '0') {
         throw ValueError(fn + ": bad count \"" + count_text +
-                         "\" in the header (expected a decimal number of characters)");
+                         "\" in the header (expected a decimal number without a leading zero, "
+                         "as serialize() writes it)");
     }
     const std::size_t count = std::stoul(count_text);
     if (count == 0) throw ValueError(fn + ": the vocabulary is empty (expected >= 1 character)");

@@ -33,6 +33,13 @@ std::string utf8_encode(const std::vector<char32_t>& code_points);
 /// @return valid UTF-8
 std::string utf8_repair(const std::string& bytes);
 
+/// The most bytes the tokens of a BPE vocabulary may hold in all: 64 MiB. Decoding builds the
+/// table of every token's bytes (wb::bpe_vocab), and a valid list of merges can make that table
+/// huge (2^17 merges forming a chain, token r holding r + 2 bytes, need 8 GiB): such a list is
+/// refused when it is read or learned, before any table is built. A learned vocabulary of
+/// 2^16 tokens holds well under 1 MiB.
+inline constexpr std::uint64_t kMaxBpeVocabularyBytes = std::uint64_t(64) << 20;
+
 /// The kinds of vocabulary (`minigpt --tokenizer char|bpe`).
 enum class TokenizerKind {
     characters,  ///< one token per distinct code point of the training text
@@ -51,15 +58,19 @@ class Tokenizer {
     /// @param text the training text (UTF-8)
     /// @param vocab_size V wanted, >= 256 (fewer when no pair of the text repeats any more)
     /// @throws ValueError naming "wb::minigpt::Tokenizer::bpe_from_text" if text is empty or not
-    ///         valid UTF-8, or vocab_size < 256
+    ///         valid UTF-8, or vocab_size < 256, or the learned tokens hold more than
+    ///         kMaxBpeVocabularyBytes bytes in all (the message states both figures)
     /// @throws NotImplemented if chapter 2's BPE is still the stub
     static Tokenizer bpe_from_text(const std::string& text, std::size_t vocab_size);
 
     /// Reads the form written by serialize(): either kind; the character form is the one
     /// earlier versions of the program wrote, read as before.
     /// @throws ValueError naming "wb::minigpt::Tokenizer::deserialize" if the data is not a
-    ///         vocabulary (bad header, not UTF-8, duplicate or unsorted entries, empty; for BPE
-    ///         anything wb::bpe_deserialize refuses)
+    ///         vocabulary (bad header, a count with a leading zero, not UTF-8, duplicate or
+    ///         unsorted entries, empty; for BPE anything wb::bpe_deserialize refuses, and tokens
+    ///         that hold more than kMaxBpeVocabularyBytes bytes in all, the message stating both
+    ///         figures). Bytes of the data quoted in a message are shown printable: a carriage
+    ///         return of a CRLF line end as `\r`.
     static Tokenizer deserialize(const std::string& data);
 
     /// A text form of the vocabulary. Characters: a header line `wb-minigpt-vocab 1 <count>`,

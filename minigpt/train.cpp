@@ -6,15 +6,18 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 
 #include <omp.h>
 
 #include "minigpt/data.hpp"
 #include "minigpt/fast/gpt_train.hpp"
+#include "minigpt/file_io.hpp"
 
-// OpenBLAS's own setter, declared here because <cblas.h> clashes with xtensor-blas' copy.
+// OpenBLAS's own setter and getter, declared here because <cblas.h> clashes with
+// xtensor-blas' copy.
 extern "C" void openblas_set_num_threads(int num_threads);
+extern "C" int openblas_get_num_threads(void);
 
 namespace wb::minigpt {
 
@@ -79,6 +82,14 @@ float clip_grad_norm(GptParams<float>& grads, float max_norm) {
         throw ValueError("wb::minigpt::clip_grad_norm: the gradient norm is " + num(norm) +
                          " (expected a finite norm; the loss diverged, try a lower learning rate)");
     }
+    // Finite in double, but returned as a float: above float's largest value it would be inf.
+    if (norm > static_cast<double>(std::numeric_limits<float>::max())) {
+        throw ValueError("wb::minigpt::clip_grad_norm: the gradient norm is " + num(norm) +
+                         ", beyond the largest float " +
+                         num(static_cast<double>(std::numeric_limits<float>::max())) +
+                         " (expected a norm that is finite as a float; the loss diverged, try a "
+                         "lower learning rate)");
+    }
     if (norm > max_norm) {
         const auto scale = static_cast<float>(max_norm / (norm + 1e-6));
         for (auto& r : refs) {
@@ -91,6 +102,23 @@ float clip_grad_norm(GptParams<float>& grads, float max_norm) {
 const char* engine_name(Engine engine) { return engine == Engine::chapters ? "chapters" : "fast"; }
 
 namespace {
+
+// OpenBLAS on one thread for a scope, its previous thread count back afterwards (even when the
+// scope throws). OpenBLAS's threaded sgemm sums in another order than its serial one (the bits
+// of a [128, 32] x [32, 128] product differ between 1 and 2 threads), so the chapters engine,
+// whose products are chapter code's xt::linalg::dot, runs them on one thread: its numbers are
+// then the same for every --threads.
+struct SerialBlas {
+    int before;
+    SerialBlas() : before(openblas_get_num_threads()) {
+        if (before != 1) openblas_set_num_threads(1);
+    }
+    ~SerialBlas() {
+        if (before != 1) openblas_set_num_threads(before);
+    }
+    SerialBlas(const SerialBlas&) = delete;
+    SerialBlas& operator=(const SerialBlas&) = delete;
+};
 
 // The learner's chapters: chapter 8's readable model (chapters 1–7 inside) and its backward.
 class ChaptersStep final : public StepEngine {
@@ -111,15 +139,27 @@ class ChaptersStep final : public StepEngine {
     }
     float forward(const GptParams<float>& params, const TokenIds& inputs,
                   const TokenIds& targets) override {
-        return gpt_forward(params, config_, inputs, targets, -1, cache_);
+        has_forward_ = false;  // a forward that throws leaves nothing to differentiate
+        const SerialBlas serial;
+        const float loss = gpt_forward(params, config_, inputs, targets, -1, cache_);
+        has_forward_ = true;
+        return loss;
     }
     void backward(const GptParams<float>& params, GptParams<float>& grads) override {
+        if (!has_forward_) {
+            throw ValueError(
+                "wb::minigpt::StepEngine::backward (engine chapters): no forward to "
+                "differentiate: call forward(params, inputs, targets) first (a forward that "
+                "threw leaves none either)");
+        }
+        const SerialBlas serial;
         gpt_backward(params, config_, cache_, grads);
     }
 
   private:
     GptConfig config_;
     GptCache<float> cache_;
+    bool has_forward_ = false;
 };
 
 // The given fast trainer: buffers for [B, T], cblas, the capstone's attention kernel.
@@ -256,39 +296,21 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
 }
 
 void write_loss_csv(const std::string& path, const std::vector<StepLog>& log) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            throw FileError("wb::minigpt::write_loss_csv: cannot write " + tmp +
-                            " (expected a writable directory)");
+    std::string out = "step,train_loss,held_out_loss,lr,tokens_per_s\n";
+    char buf[160];
+    for (const auto& e : log) {
+        std::snprintf(buf, sizeof buf, "%zu,%.6f,", e.step, static_cast<double>(e.train_loss));
+        out += buf;
+        if (e.eval_loss) {
+            std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(*e.eval_loss));
+            out += buf;
         }
-        out << "step,train_loss,held_out_loss,lr,tokens_per_s\n";
-        char buf[160];
-        for (const auto& e : log) {
-            std::snprintf(buf, sizeof buf, "%zu,%.6f,", e.step, static_cast<double>(e.train_loss));
-            out << buf;
-            if (e.eval_loss) {
-                std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(*e.eval_loss));
-                out << buf;
-            }
-            std::snprintf(buf, sizeof buf, ",%.6g,%.1f\n", static_cast<double>(e.lr),
-                          e.tokens_per_s);
-            out << buf;
-        }
-        out.flush();
-        if (!out) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            throw FileError("wb::minigpt::write_loss_csv: cannot write " + tmp);
-        }
+        std::snprintf(buf, sizeof buf, ",%.6g,%.1f\n", static_cast<double>(e.lr), e.tokens_per_s);
+        out += buf;
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw FileError("wb::minigpt::write_loss_csv: cannot rename " + tmp + " to " + path);
-    }
+    // A unique temporary name beside the path, renamed onto it (file_io.hpp): concurrent runs
+    // writing logs in one folder never share a temporary file.
+    write_file_atomic("wb::minigpt::write_loss_csv", path, out);
 }
 
 }  // namespace wb::minigpt

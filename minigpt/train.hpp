@@ -13,7 +13,10 @@
 /// ```
 /// The engine is chapter 8's readable model (Engine::chapters) or the given fast trainer
 /// (Engine::fast); the loop around it is the same, so the two give the same curve up to float
-/// rounding.
+/// rounding. Each engine gives the same bits for every thread count: the fast one splits its
+/// work so that every sum keeps one order, the chapters one runs its products (OpenBLAS, called
+/// by the chapters' xt::linalg::dot) on one thread, because OpenBLAS's threaded sgemm rounds
+/// differently from its serial one.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +39,7 @@ namespace wb::minigpt {
 enum class Engine {
     /// The learner's chapters end to end: chapter 8's wb::gpt_forward / wb::gpt_backward (the
     /// model made of chapters 1–7) to train, chapter 9's prefill / decode_step to generate.
+    /// Training runs on one thread (OpenBLAS serial), the same bits for every thread count.
     chapters,
     /// The given fast code: GptTrainer (cblas and the capstone's attention kernel) to train,
     /// GptDecoder to generate. The same numbers up to float rounding, several times faster.
@@ -62,6 +66,8 @@ class StepEngine {
     /// The gradient of the last forward's loss, **added** into grads.
     /// @param params the parameters the forward used
     /// @param grads shaped like params
+    /// @throws ValueError if no forward ran since the engine was made, or the last forward threw
+    ///         (its batch is not the one whose gradients a backward would give)
     virtual void backward(const GptParams<float>& params, GptParams<float>& grads) = 0;
 };
 
@@ -118,7 +124,9 @@ float learning_rate(std::size_t step, const TrainOptions& options);
 /// @param max_norm the largest norm allowed, > 0
 /// @return the norm before clipping
 /// @throws ValueError if max_norm <= 0, or the norm is not finite (the gradient holds a NaN
-///         or an infinity: the step would destroy the model)
+///         or an infinity: the step would destroy the model), or it is finite only in double,
+///         above float's largest value 3.4e38 (gradients of 3e38: the returned norm would be
+///         inf); the message names the norm
 float clip_grad_norm(GptParams<float>& grads, float max_norm);
 
 /// Sets the OpenMP and OpenBLAS thread counts (a count of 0 or less changes nothing).
@@ -185,7 +193,8 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
                   const StepCallback& on_step = {});
 
 /// Writes the curve as CSV, `step,train_loss,held_out_loss,lr,tokens_per_s` (held_out_loss
-/// empty where the step was not evaluated), to a temporary file renamed onto `path`.
+/// empty where the step was not evaluated), to a temporary file of a unique name renamed onto
+/// `path` (write_file_atomic, file_io.hpp).
 /// @param path the CSV file
 /// @param log the steps
 /// @throws FileError naming the path if it cannot be written

@@ -565,7 +565,8 @@ std::vector<std::int64_t> generate_fast(GptDecoder& decoder,
     const std::string fn = "wb::minigpt::generate_fast";
     const GptConfig& c = decoder.config();
     if (prompt.empty()) throw ShapeError(fn + ": the prompt is empty, expected at least one token");
-    if (prompt.size() + max_new_tokens > c.T_max) {
+    // Compared without the sum, which wraps around for max_new_tokens near SIZE_MAX.
+    if (prompt.size() > c.T_max || max_new_tokens > c.T_max - prompt.size()) {
         throw ValueError(fn + ": prompt of " + num(prompt.size()) + " tokens + " +
                          num(max_new_tokens) + " new tokens exceeds T_max = " + num(c.T_max));
     }

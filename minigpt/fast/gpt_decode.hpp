@@ -97,7 +97,9 @@ class GptDecoder {
 /// @param use_greedy take the most likely token instead of sampling
 /// @return the prompt followed by the new ids
 /// @throws ShapeError if the prompt is empty
-/// @throws ValueError as wb::generate
+/// @throws ValueError as wb::generate, before anything is decoded: prompt.size() +
+///         max_new_tokens > T_max (compared without the sum, so max_new_tokens = SIZE_MAX is
+///         refused too; the message names both counts and T_max), invalid options, a bad id
 std::vector<std::int64_t> generate_fast(GptDecoder& decoder,
                                         const std::vector<std::int64_t>& prompt,
                                         std::size_t max_new_tokens, const SamplingOptions& options,

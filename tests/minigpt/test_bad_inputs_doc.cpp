@@ -9,7 +9,8 @@
 
 // docs/bad_inputs.md cannot drift from the checks: every check its tables name is a TEST_CASE
 // of tests/ (or a command-line check of the minigpt program, or a fuzz corpus), and every
-// TEST_CASE of a *_reliability.cpp file (the reproducers of bad inputs) has a row.
+// TEST_CASE of a *_reliability.cpp or *_bad_inputs.cpp file (the reproducers of bad inputs)
+// has a row.
 
 #ifndef WB_SOURCE_DIR
 #define WB_SOURCE_DIR "."
@@ -100,8 +101,13 @@ TEST_CASE("docs/bad_inputs.md names only checks that exist, and every reproducer
     for (const auto& entry : fs::recursive_directory_iterator(root / "tests")) {
         if (entry.path().extension() != ".cpp") continue;
         const std::string text = read_text(entry.path());
+        const std::string stem = entry.path().stem().string();
+        auto ends_with = [&](const std::string& tail) {
+            return stem.size() >= tail.size() &&
+                   stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0;
+        };
         const bool reliability =
-            entry.path().stem().string().find("_reliability") != std::string::npos;
+            stem.find("_reliability") != std::string::npos || ends_with("_bad_inputs");
         for (const std::string& name : names_after(text, "TEST_CASE(")) {
             tests.insert(name);
             if (reliability) reproducers.insert(name);

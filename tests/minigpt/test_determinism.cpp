@@ -1,5 +1,6 @@
 #include "check.hpp"
 #include "minigpt/fast/gpt_train.hpp"
+#include "minigpt/train.hpp"
 #include "random_model.hpp"
 
 #include <algorithm>
@@ -36,6 +37,14 @@
 //   identical bits on 1, 2 and 4 threads). Generated token ids are discrete: from logits
 //   that agree to rounding and without a near tie they are equal, so they are compared
 //   exactly.
+// - The chapters engine (chapter 8's gpt_forward / gpt_backward) gives the same bits on 1 and
+//   2 threads: its products are OpenBLAS's sgemm (xt::linalg::dot), whose threaded version
+//   rounds differently from its serial one (1 and 2 threads parted at step 11 of a default
+//   run), so the engine runs them on one thread. Compared bit for bit, on products that
+//   OpenBLAS would split among threads.
+
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace {
 
@@ -148,6 +157,15 @@ std::vector<std::int64_t> generate_tokens(int threads, bool greedy, std::uint64_
     return wb::generate(p, kConfig, {3, 1, 4, 1, 5}, 10, options, seed, greedy);
 }
 
+// OpenBLAS's thread count for one scope, restored afterwards.
+struct BlasThreads {
+    int before = openblas_get_num_threads();
+    BlasThreads() = default;
+    BlasThreads(const BlasThreads&) = delete;
+    BlasThreads& operator=(const BlasThreads&) = delete;
+    ~BlasThreads() { openblas_set_num_threads(before); }
+};
+
 }  // namespace
 
 TEST_CASE("training steps are bit-for-bit repeatable for a fixed seed and thread count",
@@ -199,4 +217,38 @@ TEST_CASE("generation is repeatable for a seed and equal on 1, 2 and 4 threads",
     }
     // The seed is what fixes a sampled output: another seed gives another sequence here.
     CHECK(generate_tokens(1, false, 43) != generate_tokens(1, false, 42));
+}
+
+TEST_CASE("the chapters engine gives the same bits on 1 and 2 threads",
+          "[minigpt][determinism][engines]") {
+    // Products of [128, 32] x [32, 128]: large enough that OpenBLAS splits them among threads
+    // when it may (its threaded sgemm rounds differently from its serial one).
+    const wb::GptConfig c{20, 32, 32, 2, 1};
+    std::vector<std::int64_t> ids(600);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int64_t((i * 7 + i / 5) % 20);
+    const std::vector<std::int64_t> train(ids.begin(), ids.begin() + 500);
+    const std::vector<std::int64_t> held(ids.begin() + 500, ids.end());
+    auto run = [&](int threads) {
+        const Threads scope(threads);
+        const BlasThreads blas;  // train() sets OpenBLAS's count too: put it back afterwards
+        wb::GptParams<float> p = wbtest::random_model(c, 5);
+        wb::minigpt::TrainOptions o;
+        o.steps = 4;
+        o.batch = 4;
+        o.context = 32;
+        o.warmup = 1;
+        o.eval_interval = 0;
+        o.eval_batches = 1;
+        o.engine = wb::minigpt::Engine::chapters;
+        o.threads = threads;
+        const wb::minigpt::TrainResult r = wb::minigpt::train(p, c, train, held, o);
+        std::vector<float> out;
+        for (const auto& e : r.log) out.push_back(e.train_loss);
+        for (const auto& ref : wb::parameters(p))
+            out.insert(out.end(), ref.data, ref.data + ref.size);
+        return out;
+    };
+    const std::vector<float> one = run(1), two = run(2);
+    REQUIRE(one.size() == two.size());
+    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }

@@ -102,8 +102,10 @@ TEST_CASE("save_model and load_model round-trip weights, config, step and vocabu
     CHECK(same_params(back.params, m.params));
 }
 
-TEST_CASE("load_model reads the older two-file form and rejects a bad vocabulary beside it",
-          "[minigpt]") {
+TEST_CASE(
+    "load_model refuses the older two-file form, which load_two_file_model reads, rejecting a bad "
+    "vocabulary",
+    "[minigpt]") {
     TempDir dir;
     const std::string path = (dir.path / "m.ckpt").string();
     const std::string vocab = wb::minigpt::vocab_path(path);
@@ -111,21 +113,33 @@ TEST_CASE("load_model reads the older two-file form and rejects a bad vocabulary
     // The older form: a bare checkpoint and its vocabulary beside it.
     wb::save_checkpoint(path, m.config, m.params, nullptr, m.step);
     std::ofstream(vocab, std::ios::binary) << m.tokenizer.serialize();
-    const Model old = wb::minigpt::load_model(path);
+    // A vocabulary beside a checkpoint proves nothing (one of the same size loads as well):
+    // load_model says how to convert the pair once, with the vocabulary named.
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path),
+                    "the two-file form is refused, with the command that converts it",
+                    "wb::minigpt::load_model", path, "bare checkpoint", "minigpt convert",
+                    "--vocab " + vocab);
+    const Model old = wb::minigpt::load_two_file_model(path, vocab);
     CHECK(old.tokenizer.serialize() == m.tokenizer.serialize());
     CHECK(old.step == 17);
     CHECK(same_params(old.params, m.params));
+    // Converted, it is one file that load_model reads.
+    const std::string one = (dir.path / "m.model").string();
+    wb::minigpt::save_model(one, old);
+    CHECK(same_params(wb::minigpt::load_model(one).params, m.params));
 
     fs::remove(vocab);
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path), "the vocabulary goes with the model",
-                    "wb::minigpt::load_model", "cannot open", vocab, "bare checkpoint");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_two_file_model(path, vocab),
+                    "a missing vocabulary is named", "wb::minigpt::load_two_file_model",
+                    "cannot open", vocab);
     std::ofstream(vocab, std::ios::binary) << "not a vocabulary";
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path), "a damaged vocabulary is rejected",
-                    vocab, "not a vocabulary");
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_two_file_model(path, vocab),
+                    "a damaged vocabulary is rejected", vocab, "not a vocabulary");
     std::ofstream(vocab, std::ios::binary) << Tokenizer::from_text("xyz").serialize();
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path),
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_two_file_model(path, vocab),
                     "3 characters cannot drive a model of V = 5", vocab, "3 characters", "V = 5");
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_model((dir.path / "none.ckpt").string()),
+    WB_CHECK_THROWS(FileError,
+                    wb::minigpt::load_two_file_model((dir.path / "none.ckpt").string(), vocab),
                     "a missing checkpoint is a FileError", "none.ckpt");
 
     m.config.V = 6;  // the weights still have V = 5

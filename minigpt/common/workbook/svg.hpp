@@ -2,8 +2,8 @@
 /// @brief Pictures as plain SVG files: line charts (timings, losses) and heatmaps (attention).
 ///
 /// This file is given, not an exercise. It has no dependency beyond the standard library and
-/// workbook/core.hpp (for the exceptions). Every picture is written to `path + ".tmp"` first
-/// and renamed, so a reader never sees half a file.
+/// workbook/core.hpp (for the exceptions) and POSIX's open. Every picture is written to a new
+/// file of a unique name beside `path` first and renamed, so a reader never sees half a file.
 ///
 /// ```
 /// wb::svg::write_line_chart("loss.svg", "training loss", "step", "loss",
@@ -15,7 +15,11 @@
 /// ```
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -124,12 +128,23 @@ inline std::vector<double> ticks(double lo, double hi) {
     return out;
 }
 
-/// Writes `text` to `path` through `path.tmp` and a rename; FileError from `function` on failure.
+/// Writes `text` to `path` through a new file `path.tmp-<pid>-<n>` (a unique name, so that
+/// two processes or threads writing the same picture never share it) and a rename; FileError
+/// from `function` on failure.
 inline void write_atomic(const char* function, const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
+    static std::atomic<unsigned long> counter{0};
+    const std::string tmp =
+        path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
     {
+        // Created exclusively: an existing file of that name is never written over.
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            throw FileError(std::string(function) + ": cannot open " + tmp + " for writing");
+        }
+        ::close(fd);
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) {
+            std::remove(tmp.c_str());
             throw FileError(std::string(function) + ": cannot open " + tmp + " for writing");
         }
         out << text;
@@ -180,22 +195,21 @@ inline bool masked(double v) {
 
 }  // namespace detail
 
-/// Writes a line chart of `series` to `path` as SVG: axes with ticks and labels, one coloured
-/// line with dots per series (dashed where `Series::dashed`), and a legend whose column is as
-/// wide as the longest name.
-/// @param path the SVG file to write (through `path.tmp` and a rename)
+/// A line chart of `series` as SVG text: axes with ticks and labels, one coloured line with
+/// dots per series (dashed where `Series::dashed`), and a legend whose column is as wide as the
+/// longest name. write_line_chart writes it to a file; a program that writes its files its own
+/// way (the minigpt program: unique temporary names) takes the text.
 /// @param title shown above the chart
 /// @param x_label names the horizontal axis, e.g. `"T (tokens)"`
 /// @param y_label names the vertical axis, e.g. `"GFLOP/s"`
 /// @param series the lines; at least one, each with as many x as y values, all finite
 /// @param options explicit x ticks and a note under the title; by default neither
-/// @throws ValueError if `series` is empty, a series has no points, its x and y sizes differ,
-///         or a value (or an x tick) is not finite
-/// @throws FileError if the file cannot be written
-inline void write_line_chart(const std::string& path, const std::string& title,
-                             const std::string& x_label, const std::string& y_label,
-                             const std::vector<Series>& series,
-                             const LineChartOptions& options = {}) {
+/// @return the SVG document
+/// @throws ValueError naming wb::svg::write_line_chart if `series` is empty, a series has no
+///         points, its x and y sizes differ, or a value (or an x tick) is not finite
+inline std::string line_chart_svg(const std::string& title, const std::string& x_label,
+                                  const std::string& y_label, const std::vector<Series>& series,
+                                  const LineChartOptions& options = {}) {
     const char* fn = "wb::svg::write_line_chart";
     if (series.empty())
         throw ValueError(std::string(fn) + ": got no series, expected at least one");
@@ -297,13 +311,33 @@ inline void write_line_chart(const std::string& path, const std::string& title,
         detail::text(out, left + pw + 46, ly + 4, line.name, "start");
     }
     out << "</svg>\n";
-    detail::write_atomic(fn, path, out.str());
+    return out.str();
+}
+
+/// Writes a line chart of `series` to `path` as SVG: axes with ticks and labels, one coloured
+/// line with dots per series (dashed where `Series::dashed`), and a legend whose column is as
+/// wide as the longest name.
+/// @param path the SVG file to write (through a temporary file of a unique name, renamed)
+/// @param title shown above the chart
+/// @param x_label names the horizontal axis, e.g. `"T (tokens)"`
+/// @param y_label names the vertical axis, e.g. `"GFLOP/s"`
+/// @param series the lines; at least one, each with as many x as y values, all finite
+/// @param options explicit x ticks and a note under the title; by default neither
+/// @throws ValueError if `series` is empty, a series has no points, its x and y sizes differ,
+///         or a value (or an x tick) is not finite
+/// @throws FileError if the file cannot be written
+inline void write_line_chart(const std::string& path, const std::string& title,
+                             const std::string& x_label, const std::string& y_label,
+                             const std::vector<Series>& series,
+                             const LineChartOptions& options = {}) {
+    detail::write_atomic("wb::svg::write_line_chart", path,
+                         line_chart_svg(title, x_label, y_label, series, options));
 }
 
 /// Writes heatmap panels side by side to `path` as SVG, with one shared colour scale and its
 /// legend. Each cell is shaded by its value (white = lowest, dark blue = highest); a masked
 /// cell (NaN or -inf) is drawn grey with a cross, so masked and merely small cells differ.
-/// @param path the SVG file to write (through `path.tmp` and a rename)
+/// @param path the SVG file to write (through a temporary file of a unique name, renamed)
 /// @param title shown above the panels
 /// @param panels at least one; each with rows, cols > 0, `values.size() == rows * cols`, labels
 ///        either empty or one per row / column, and no +inf

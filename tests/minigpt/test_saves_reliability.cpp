@@ -1,0 +1,320 @@
+#include "check.hpp"
+#include "minigpt/file_io.hpp"
+#include "minigpt/model_file.hpp"
+#include "minigpt/train.hpp"
+#include "workbook/svg.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "8-training/model.hpp"
+
+// What a save leaves behind, and files written by several runs at once:
+// - a save ended by SIGTERM or SIGINT removes its temporary files before the process ends;
+// - `kill -9` cannot be caught: the next save to the path removes the temporary files of
+//   processes that no longer run (and only those);
+// - the loss log and the loss curve, written by many runs into one folder at the same time,
+//   never share a temporary file (each save has a name of its own);
+// - a load is refused before any allocation when the model needs more memory than the
+//   process may allocate, and the message states both figures.
+
+// AddressSanitizer maps terabytes of shadow memory: an address-space limit stops it.
+#if defined(__SANITIZE_ADDRESS__)
+#define WB_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WB_UNDER_ASAN 1
+#endif
+#endif
+#ifndef WB_UNDER_ASAN
+#define WB_UNDER_ASAN 0
+#endif
+
+namespace {
+
+using wb::FileError;
+using wb::minigpt::Model;
+using wb::minigpt::Tokenizer;
+
+namespace fs = std::filesystem;
+
+Model model_of(const std::string& alphabet, std::size_t T, std::size_t D, std::size_t L,
+               std::uint64_t seed) {
+    Model m;
+    m.tokenizer = Tokenizer::from_text(alphabet);
+    m.config = {m.tokenizer.size(), T, D, 2, L};
+    m.params = wb::init_gpt<float>(m.config, seed);
+    m.step = static_cast<std::int64_t>(seed);
+    return m;
+}
+
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const std::string& tag) {
+        path = fs::temp_directory_path() /
+               ("wb_minigpt_saves_" + tag + "_" + std::to_string(::getpid()));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+// The names in `dir` other than `keep`.
+std::vector<std::string> others(const fs::path& dir, const std::set<std::string>& keep) {
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (keep.count(name) == 0) out.push_back(name);
+    }
+    return out;
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A process id that no longer runs: a child that has exited and been waited for.
+pid_t dead_pid() {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return child;
+}
+
+}  // namespace
+
+TEST_CASE("a save ended by SIGTERM or SIGINT removes its temporary files", "[minigpt]") {
+    TempDir dir("term");
+    const std::string path = (dir.path / "m.ckpt").string();
+    // 3 MB: long enough a save that nearly every signal lands inside one.
+    const Model a = model_of("abcd\n", 64, 128, 4, 3);
+    const Model b = model_of("wxyz", 32, 128, 4, 4);
+    wb::minigpt::save_model(path, a);
+
+    std::mt19937 rng(20240612);
+    std::uniform_int_distribution<int> pause_us(0, 20000);
+    const int signals = 8;
+    for (int k = 0; k < signals; ++k) {
+        const int signal_number = k % 2 == 0 ? SIGTERM : SIGINT;
+        int ready[2];
+        REQUIRE(::pipe(ready) == 0);
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            // The child saves b and a in turn, forever; one byte after each save. It has the
+            // dispositions of a program that installs no handler (the checks' framework
+            // installs its own, which the child would otherwise inherit).
+            ::close(ready[0]);
+            ::signal(SIGTERM, SIG_DFL);
+            ::signal(SIGINT, SIG_DFL);
+            for (unsigned i = 0;; ++i) {
+                try {
+                    wb::minigpt::save_model(path, i % 2 == 0 ? b : a);
+                } catch (...) {
+                    ::_exit(3);
+                }
+                const char one = 1;
+                if (::write(ready[1], &one, 1) != 1) ::_exit(4);
+            }
+        }
+        ::close(ready[1]);
+        char byte = 0;
+        REQUIRE(::read(ready[0], &byte, 1) == 1);  // one save done: the next one is running
+        ::usleep(static_cast<useconds_t>(pause_us(rng)));
+        ::kill(child, signal_number);
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        ::close(ready[0]);
+        INFO("signal " << k << " (" << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
+                       << "): the process ends by the signal, as it would without a save");
+        REQUIRE(WIFSIGNALED(status));
+        CHECK(WTERMSIG(status) == signal_number);
+        const std::vector<std::string> left = others(dir.path, {"m.ckpt"});
+        INFO("left beside the model: " << (left.empty() ? std::string("nothing") : left.front()));
+        CHECK(left.empty());
+        const Model back = wb::minigpt::load_model(path);  // whole: the old model or the new
+        CHECK((back.step == a.step || back.step == b.step));
+    }
+}
+
+TEST_CASE(
+    "the next save removes the temporary files of processes that no longer run, and only "
+    "those",
+    "[minigpt]") {
+    TempDir dir("stale");
+    const std::string path = (dir.path / "m.ckpt").string();
+    const Model a = model_of("abcd\n", 4, 8, 1, 3);
+    const std::string dead = std::to_string(dead_pid());
+    const std::string live = std::to_string(::getppid());  // the process that runs the checks
+    const std::vector<std::string> stale = {"m.ckpt.tmp-" + dead + "-1",
+                                            "m.ckpt.tmp-" + dead + "-2.tmp"};
+    const std::vector<std::string> kept = {"m.ckpt.tmp-" + live + "-1",       // still running
+                                           "m.ckpt.tmp-" + dead + "-1x",      // not the pattern
+                                           "m.ckpt.tmp-" + dead,              // no counter
+                                           "other.ckpt.tmp-" + dead + "-1"};  // another file's
+    for (const auto& name : stale) std::ofstream(dir.path / name) << "half a model";
+    for (const auto& name : kept) std::ofstream(dir.path / name) << "not ours to remove";
+    wb::minigpt::save_model(path, a);
+    for (const auto& name : stale) {
+        INFO(name << ": a temporary file of a process that no longer runs");
+        CHECK(!fs::exists(dir.path / name));
+    }
+    for (const auto& name : kept) {
+        INFO(name);
+        CHECK(fs::exists(dir.path / name));
+    }
+    CHECK(wb::minigpt::load_model(path).step == a.step);
+    CHECK(wb::minigpt::remove_stale_temporaries(path) == 0);  // nothing more to remove
+}
+
+TEST_CASE("a failed save removes its temporary files", "[minigpt]") {
+    TempDir dir("fail");
+    const std::string path = (dir.path / "m.ckpt").string();
+    const Model a = model_of("abcd\n", 4, 8, 1, 3);
+    wb::minigpt::save_model(path, a);
+    // Wrong weights are refused before any file is made; the message names the tensor.
+    Model wrong = a;
+    wrong.params.wte = xt::zeros<float>({5, 9});
+    WB_CHECK_THROWS(wb::ShapeError, wb::minigpt::save_model(path, wrong),
+                    "the tensor that does not match the config is named", "wb::minigpt::save_model",
+                    "wte", "[5, 9]", "[5, 8]");
+    // A file size limit below the model: the checkpoint part fails, in a child.
+    const Model big = model_of("wxyz", 64, 64, 2, 4);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit {};
+        limit.rlim_cur = limit.rlim_max = 64 * 1024;
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+        try {
+            wb::minigpt::save_model(path, big);
+        } catch (const FileError&) {
+            ::_exit(0);
+        }
+        ::_exit(1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    const std::vector<std::string> left = others(dir.path, {"m.ckpt"});
+    INFO("left: " << (left.empty() ? std::string("nothing") : left.front()));
+    CHECK(left.empty());
+    CHECK(wb::minigpt::load_model(path).step == a.step);
+}
+
+TEST_CASE(
+    "runs writing their loss log and curve into one folder at once never share a "
+    "temporary file",
+    "[minigpt]") {
+    TempDir dir("logs");
+    const std::string csv = (dir.path / "m.loss.csv").string();
+    const std::string svg = (dir.path / "m.loss.svg").string();
+    const int writers = 8, rounds = 20;
+    std::vector<int> failures(writers, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < writers; ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<wb::minigpt::StepLog> log(3);
+            for (std::size_t i = 0; i < log.size(); ++i) {
+                log[i].step = i + 1;
+                log[i].train_loss = static_cast<float>(t);
+            }
+            const wb::svg::Series line{"run " + std::to_string(t), {1, 2, 3}, {3, 2, 1.0 * t}};
+            for (int i = 0; i < rounds; ++i) {
+                try {
+                    wb::minigpt::write_loss_csv(csv, log);
+                    wb::svg::write_line_chart(svg, "loss", "step", "loss", {line});
+                } catch (...) {
+                    ++failures[static_cast<std::size_t>(t)];
+                }
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    for (int f : failures) CHECK(f == 0);
+    CHECK(others(dir.path, {"m.loss.csv", "m.loss.svg"}).empty());
+    CHECK(read_all(csv).rfind("step,train_loss", 0) == 0);  // one whole log
+    CHECK(read_all(svg).find("</svg>") != std::string::npos);
+}
+
+TEST_CASE(
+    "load_model refuses a model that needs more memory than it may allocate, before "
+    "reading it",
+    "[minigpt]") {
+    TempDir dir("memory");
+    const std::string path = (dir.path / "big.ckpt").string();
+    // 10 GiB with a consistent header, sparse: the sizes add up, nothing else is there.
+    const std::uint64_t size = std::uint64_t(10) << 30, n_vocab = 100;
+    const std::uint64_t n_ckpt = size - 28 - 8 - n_vocab;
+    {
+        std::string header(wb::minigpt::kModelMagic, wb::minigpt::kModelMagic + 8);
+        header += std::string("\x01\x00\x00\x00", 4);
+        for (std::uint64_t v : {n_vocab, n_ckpt}) {
+            for (int i = 0; i < 8; ++i) header.push_back(static_cast<char>(v >> (8 * i)));
+        }
+        std::ofstream(path, std::ios::binary) << header;
+    }
+    fs::resize_file(path, size);
+    const wb::minigpt::MemoryLimit four_gib{std::uint64_t(4) << 30, "the check's own limit"};
+    WB_CHECK_THROWS(FileError, wb::minigpt::load_model(path, four_gib),
+                    "3 x 10 GiB do not fit in 4 GiB: say so before allocating",
+                    "wb::minigpt::load_model", path, "4294967296", "the check's own limit",
+                    std::to_string(wb::minigpt::model_load_memory(n_vocab, n_ckpt)));
+    CHECK(wb::minigpt::model_load_memory(UINT64_MAX, 5) == UINT64_MAX);  // never wraps around
+    CHECK(!wb::minigpt::memory_limit().source.empty());
+
+#if !WB_UNDER_ASAN  // AddressSanitizer reserves terabytes of address space
+    // The same file under an address-space limit (ulimit -v), found by memory_limit().
+    int report[2];
+    REQUIRE(::pipe(report) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(report[0]);
+        std::string message = "no error";
+        std::ifstream statm("/proc/self/statm");
+        std::uint64_t pages = 0;
+        statm >> pages;
+        struct rlimit limit {};
+        limit.rlim_cur = limit.rlim_max =
+            pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) + (std::uint64_t(1) << 30);
+        ::setrlimit(RLIMIT_AS, &limit);
+        try {
+            (void)wb::minigpt::load_model(path);
+        } catch (const std::exception& e) {
+            message = e.what();
+        }
+        if (::write(report[1], message.data(), message.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    std::string message;
+    char buf[512];
+    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;)
+        message.append(buf, std::size_t(n));
+    ::close(report[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO(message);
+    CHECK(message.find("wb::minigpt::load_model") != std::string::npos);
+    CHECK(message.find("ulimit -v") != std::string::npos);
+#endif
+}
