@@ -70,6 +70,109 @@ function(wb_prebuilt_check)
   endif()
 endfunction()
 
+# ---- build speed (the options are explained in CMakeLists.txt) --------------------------------
+
+# ccache and mold when installed (WB_FAST_TOOLS): ccache as the compiler launcher unless one is
+# set already, told to cache compilations that use a precompiled header; mold as the linker.
+macro(wb_fast_tools)
+  set(wb_tools "")
+  if(WB_FAST_TOOLS)
+    if(NOT CMAKE_CXX_COMPILER_LAUNCHER)
+      find_program(WB_CCACHE ccache)
+      mark_as_advanced(WB_CCACHE)
+      if(WB_CCACHE)
+        set(CMAKE_CXX_COMPILER_LAUNCHER ${WB_CCACHE})
+      endif()
+    endif()
+    list(GET CMAKE_CXX_COMPILER_LAUNCHER 0 wb_launcher)
+    get_filename_component(wb_launcher "${wb_launcher}" NAME)
+    if(wb_launcher STREQUAL "ccache")
+      list(APPEND wb_tools ccache)
+      if(WB_PCH)
+        # Without these ccache compiles every file that uses a precompiled header itself.
+        set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
+            CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+            ${CMAKE_CXX_COMPILER_LAUNCHER})
+      endif()
+    endif()
+    find_program(WB_MOLD mold)
+    mark_as_advanced(WB_MOLD)
+    if(WB_MOLD)
+      include(CheckLinkerFlag)
+      check_linker_flag(CXX -fuse-ld=mold WB_LINKER_MOLD)
+      if(WB_LINKER_MOLD)
+        add_link_options(-fuse-ld=mold)
+        list(APPEND wb_tools mold)
+      endif()
+    endif()
+  endif()
+  if(WB_PCH)
+    list(APPEND wb_tools "precompiled headers")
+  endif()
+  if(WB_FAST_CHECKS AND CMAKE_BUILD_TYPE STREQUAL "Debug")
+    list(APPEND wb_tools "checks -O1")
+  endif()
+  list(JOIN wb_tools ", " wb_tools)
+  message(STATUS "build speed-ups: ${wb_tools}")
+endmacro()
+
+# The options of the check programs: -O1 in a Release build, -O1 -g1 in a Debug one.
+function(wb_check_options out)
+  if(CMAKE_BUILD_TYPE STREQUAL "Release")
+    set(${out} -O1 PARENT_SCOPE)
+  else()
+    wb_optimised_options(options)
+    set(${out} ${options} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The options that make a Debug check program fast: -O1, line tables only (WB_FAST_CHECKS).
+function(wb_optimised_options out)
+  if(WB_FAST_CHECKS AND CMAKE_BUILD_TYPE STREQUAL "Debug")
+    set(${out} -O1 -g1 PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Compiles TARGET with the extra OPTIONS (a list, possibly empty) and, with WB_PCH, with the
+# precompiled header of KIND: `chapters` (the standard library, xtensor, xtensor-blas) or
+# `checks` (the same and Catch2). One header per kind and set of options, compiled once by
+# its own target (wb_pch_<kind>...) and reused by every target of that kind: g++ takes a
+# precompiled header only from a compilation with the same optimisation.
+function(wb_compile_like target kind)
+  set(options ${ARGN})
+  if(options)
+    target_compile_options(${target} PRIVATE ${options})
+  endif()
+  if(NOT WB_PCH)
+    return()
+  endif()
+  string(MAKE_C_IDENTIFIER "wb_pch_${kind}${options}" pch)
+  if(NOT TARGET ${pch})
+    set(source ${CMAKE_BINARY_DIR}/workbook/pch.cpp)
+    file(CONFIGURE OUTPUT ${source} CONTENT "// compiles the precompiled headers\n")
+    add_library(${pch} OBJECT EXCLUDE_FROM_ALL ${source})
+    target_link_libraries(${pch} PRIVATE wb_core wb_warnings)
+    if(options)
+      target_compile_options(${pch} PRIVATE ${options})
+    endif()
+    set(headers <algorithm> <cmath> <cstddef> <cstdint> <limits> <optional> <random>
+                <sstream> <string> <vector> <xtensor/xarray.hpp> <xtensor/xtensor.hpp>
+                <xtensor/xview.hpp> <xtensor/xmanipulation.hpp> <xtensor/xmath.hpp>
+                <xtensor-blas/xlinalg.hpp>)
+    if(kind STREQUAL "checks")
+      # wb_test_support's usage requirements (it uses this header itself)
+      target_include_directories(${pch} PRIVATE ${WB_ROOT}/tests/support)
+      target_compile_definitions(${pch} PRIVATE WB_CATCH2_MAJOR=${catch2_major})
+      target_link_libraries(${pch} PRIVATE Catch2::Catch2)
+      list(APPEND headers ${WB_ROOT}/tests/support/catch.hpp)
+    endif()
+    target_precompile_headers(${pch} PRIVATE ${headers})
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${pch})
+endfunction()
+
 # Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on:
 #   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp (in a handout:
 #                             prebuilt/<folder>/libwb_<label>.a)
@@ -137,10 +240,18 @@ function(wb_chapter label folder)
     # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
     # faster. The capstone keeps the build's optimisation: its checks train a model, its
-    # override (the readable kernel) is benchmarked.
+    # override (the readable kernel) is benchmarked. In a Debug build the learner's own code
+    # keeps -O0 -g (the debugger's), and a chapter taken from the reference is compiled like
+    # the checks (wb_optimised_options).
+    set(options "")
     if(WB_IMPL_DIR_${label} AND NOT label STREQUAL "capstone")
-      target_compile_options(wb_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
+      if(CMAKE_BUILD_TYPE STREQUAL "Release")
+        set(options -O1)
+      endif()
+    elseif(kind MATCHES "^reference")
+      wb_optimised_options(options)
     endif()
+    wb_compile_like(wb_${label} chapters ${options})
 
   endif()
   set_property(GLOBAL PROPERTY WB_KIND_${label} ${kind})
@@ -152,6 +263,8 @@ function(wb_chapter label folder)
     target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
     target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
                           PRIVATE wb_warnings)
+    wb_optimised_options(options)
+    wb_compile_like(wb_reference_${label} chapters ${options})
   elseif(prebuilt AND EXISTS ${prebuilt_dir}/${ref_lib_name})
     add_library(wb_reference_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_reference_${label} PROPERTIES
@@ -169,8 +282,10 @@ function(wb_chapter label folder)
     target_link_libraries(test_${label} PRIVATE wb_${label} wb_test_support
                           Catch2::Catch2WithMain wb_warnings)
     # The checks run on tiny tensors: -O1 compiles them a third faster than -O3, and the
-    # code under test keeps the build type's optimisation.
-    target_compile_options(test_${label} PRIVATE $<$<CONFIG:Release>:-O1>)
+    # code under test keeps the build type's optimisation. In a Debug build they are -O1 -g1
+    # too (WB_FAST_CHECKS): unoptimised, chapter 8's gradient checks run for seconds.
+    wb_check_options(options)
+    wb_compile_like(test_${label} checks ${options})
     # One compact line per failed assertion under ctest (tools/workbook reads the XML reporter).
     catch_discover_tests(test_${label} TEST_PREFIX "${label}: " REPORTER compact
                          PROPERTIES LABELS ${label} FIXTURES_REQUIRED wb_build_${label})
