@@ -16,6 +16,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 
 namespace wb {
 inline namespace WB_IMPL {
@@ -46,17 +47,20 @@ void check_inputs(const std::string& fn, const TokenIds& ids, const GptConfig& c
 }
 
 // [B, T, F] -> [N, F] rows (row b·T + t): the layout of the row-wise backwards. Row-major
-// storage is the same, so this is one copy.
-Mat<float> rows(const Tensor3& x) {
+// storage is the same, so the rows take x's buffer instead of copying it: x gets the new
+// [N, F] buffer in exchange and keeps its shape, so it stays a tensor one can assign to (its
+// values are garbage). Called on a tensor at its last use, or on a temporary.
+Mat<float> rows(Tensor3&& x) {
     Mat<float> m = Mat<float>::from_shape({x.shape(0) * x.shape(1), x.shape(2)});
-    std::copy(x.data(), x.data() + x.size(), m.data());
+    std::swap(m.storage(), x.storage());
     return m;
 }
 
-// [N, F] rows -> [B, T, F]: the inverse of rows(), for chapters 1–7's functions.
-Tensor3 seqs(const Mat<float>& m, std::size_t B, std::size_t T) {
+// [N, F] rows -> [B, T, F]: the inverse of rows(), for chapters 1–7's functions (the same
+// exchange of buffers).
+Tensor3 seqs(Mat<float>&& m, std::size_t B, std::size_t T) {
     Tensor3 x = Tensor3::from_shape({B, T, m.shape(1)});
-    std::copy(m.data(), m.data() + m.size(), x.data());
+    std::swap(x.storage(), m.storage());
     return x;
 }
 
@@ -90,42 +94,44 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& w = p.blocks[l];
         GptBlockCache<float>& a = cache.blocks[l];
-        a.x_in = rows(x);  // [N, D]
+        // Each activation goes to the cache (as [N, ·] rows) at its last use: rows() takes its
+        // buffer, nothing is copied.
 
         // Attention half (chapter 7's Pre-LN block, step by step):
         // x_mid = x + w_o · attention(LN1(x)).
-        const Tensor3 h = layer_norm(x, as_layer_norm(w.ln1_g, w.ln1_b));  // [B, T, D]
-        a.ln1 = rows(h);
-        a.q = split_heads(linear(h, as_linear(w.w_q, w.b_q)), H);  // [B, H, T, d]
-        a.k = split_heads(linear(h, as_linear(w.w_k, w.b_k)), H);  // [B, H, T, d]
-        a.v = split_heads(linear(h, as_linear(w.w_v, w.b_v)), H);  // [B, H, T, d]
+        Tensor3 h = layer_norm(x, as_layer_norm(w.ln1_g, w.ln1_b));  // [B, T, D]
+        a.q = split_heads(linear(h, as_linear(w.w_q, w.b_q)), H);    // [B, H, T, d]
+        a.k = split_heads(linear(h, as_linear(w.w_k, w.b_k)), H);    // [B, H, T, d]
+        a.v = split_heads(linear(h, as_linear(w.w_v, w.b_v)), H);    // [B, H, T, d]
+        a.ln1 = rows(std::move(h));
         if (rope) {  // chapter 3: the positions enter through q and k only, never v
             a.q = apply_rope(a.q, 0, kRopeBase);
             a.k = apply_rope(a.k, 0, kRopeBase);
         }
-        Attention att = sdpa(a.q, a.k, a.v, causal);     // chapters 4 and 6, scaled by 1/sqrt(d)
-        a.att = std::move(att.weights);                  // [B, H, T, T]
-        const Tensor3 merged = merge_heads(att.output);  // [B, T, D]
-        a.att_out = rows(merged);
-        x = x + linear(merged, as_linear(w.w_o, w.b_o));  // the residual: add, never replace
-        a.x_mid = rows(x);
+        Attention att = sdpa(a.q, a.k, a.v, causal);  // chapters 4 and 6, scaled by 1/sqrt(d)
+        a.att = std::move(att.weights);               // [B, H, T, T]
+        Tensor3 merged = merge_heads(att.output);     // [B, T, D]
+        Tensor3 x_mid = x + linear(merged, as_linear(w.w_o, w.b_o));  // the residual: add
+        a.att_out = rows(std::move(merged));
+        a.x_in = rows(std::move(x));  // [N, D], the stream that entered the block
 
         // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)).
-        const Tensor3 h2 = layer_norm(x, as_layer_norm(w.ln2_g, w.ln2_b));  // [B, T, D]
-        a.ln2 = rows(h2);
-        const Tensor3 fc = linear(h2, as_linear(w.w_fc, w.b_fc));  // [B, T, 4D]
-        const Tensor3 fc_gelu = gelu(fc);                          // [B, T, 4D], chapter 7
-        a.fc = rows(fc);
-        a.fc_gelu = rows(fc_gelu);
-        x = x + linear(fc_gelu, as_linear(w.w_proj, w.b_proj));
+        Tensor3 h2 = layer_norm(x_mid, as_layer_norm(w.ln2_g, w.ln2_b));  // [B, T, D]
+        Tensor3 fc = linear(h2, as_linear(w.w_fc, w.b_fc));               // [B, T, 4D]
+        a.ln2 = rows(std::move(h2));
+        Tensor3 fc_gelu = gelu(fc);  // [B, T, 4D], chapter 7
+        a.fc = rows(std::move(fc));
+        x = x_mid + linear(fc_gelu, as_linear(w.w_proj, w.b_proj));
+        a.fc_gelu = rows(std::move(fc_gelu));
+        a.x_mid = rows(std::move(x_mid));
     }
 
     // Final LayerNorm, then the vocabulary projection (§14): logits, never softmaxed here.
-    cache.x_final = rows(x);                                                // [N, D]
-    const Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));  // [B, T, D]
-    cache.ln_f = rows(ln_f);
+    Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));  // [B, T, D]
+    cache.x_final = rows(std::move(x));                                // [N, D]
     cache.logits =
         rows(lm_head(ln_f, as_linear(p.lm_head, Vec<float>::from_shape({0}))));  // [N, V]
+    cache.ln_f = rows(std::move(ln_f));
 }
 
 }  // namespace
@@ -356,7 +362,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
         // Attention half, x_mid = x_in + attn(x_in).
         Mat<Real> datt_out;  // [N, D]
         linear_backward(dx_mid, a.att_out, w.w_o, datt_out, g.w_o, g.b_o);
-        const Heads<Real> dheads = split_heads(seqs(datt_out, B, T), H);  // [B, H, T, d]
+        const Heads<Real> dheads =
+            split_heads(seqs(std::move(datt_out), B, T), H);  // [B, H, T, d]
         Heads<Real> dq, dk, dv;                                           // [B, H, T, d]
         causal_attention_backward(dheads, a.q, a.k, a.v, a.att, dq, dk, dv);
         if (rope) {  // the gradients of the rotated q and k, turned back (chapter 3's angles)
