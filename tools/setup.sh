@@ -29,6 +29,8 @@ PACKAGES=(
   catch2                   # the checks                                  2.13 / 3.7
   libbenchmark-dev         # student-vs-reference benchmarks             1.7 / 1.9
   libcli11-dev             # the minigpt command's options               2.1 / 2.4
+  ccache                   # faster rebuilds: an unchanged file is not compiled again
+  mold                     # faster links (CMake uses both when installed, needs neither)
   doxygen                  # the documentation site
   graphviz                 # diagrams in the documentation site
   libjs-mathjax            # formulas in the documentation site, offline
