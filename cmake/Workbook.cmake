@@ -296,16 +296,17 @@ function(wb_chapter label folder)
                                             --target test_${label})
     set_tests_properties("${label}: build" PROPERTIES LABELS ${label}
                          FIXTURES_SETUP wb_build_${label} RESOURCE_LOCK wb_build)
-    # On the learner's own code, ctest's last step keeps the results where `tools/workbook
-    # status` and `next` read them (the progress file beside chapters/), as `check` does: a
-    # CTest cleanup step of the same fixture, run once after the label's checks.
-    if(kind STREQUAL "student")
-      add_test(NAME "${label}: keep progress"
-               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/workbook record ${label}
-                       --build-dir ${CMAKE_BINARY_DIR})
-      set_tests_properties("${label}: keep progress" PROPERTIES LABELS ${label}
-                           FIXTURES_CLEANUP wb_build_${label} RESOURCE_LOCK wb_build)
-    endif()
+    # ctest's last step keeps the results where `tools/workbook status` and `next` read them
+    # (the progress file beside chapters/), as `check` does: a CTest cleanup step of the same
+    # fixture, run once after the label's checks. Every build has it, so a student build and
+    # the reference's list the same tests; on a chapter compiled from the reference or an
+    # override folder it keeps nothing (the progress is the learner's code's). Like the build
+    # step, it is no check: the tools count neither.
+    add_test(NAME "${label}: keep progress"
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/workbook record ${label}
+                     --build-dir ${CMAKE_BINARY_DIR})
+    set_tests_properties("${label}: keep progress" PROPERTIES LABELS ${label}
+                         FIXTURES_CLEANUP wb_build_${label} RESOURCE_LOCK wb_build)
     # Before the first build ctest knows no check of the label (they are listed by building
     # the program): one test then runs them all, and later runs list them one by one.
     set(first "${label}: every check (first build)")

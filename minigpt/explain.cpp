@@ -372,8 +372,7 @@ std::string explanation_html(const Explanation& e) {
 }
 
 std::string write_explanation(const std::string& html_path, const Explanation& e) {
-    const std::string json_path =
-        std::filesystem::path(html_path).replace_extension(".json").string();
+    std::string json_path = std::filesystem::path(html_path).replace_extension(".json").string();
     write_file_atomic("wb::minigpt::write_explanation", html_path, explanation_html(e));
     write_file_atomic("wb::minigpt::write_explanation", json_path, explanation_json(e));
     return json_path;

@@ -27,8 +27,8 @@
 
 #include "minigpt/data.hpp"
 #include "minigpt/explain.hpp"
-#include "minigpt/file_io.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
+#include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
 #include "minigpt/progress.hpp"
 #include "minigpt/train.hpp"
@@ -157,8 +157,8 @@ void check_usage(const Cli& c) {
 CLI::Validator integer_check(std::uint64_t min, std::uint64_t max) {
     return CLI::Validator(
         [min, max](std::string& text) -> std::string {
-            const std::string want = "expected an integer in [" + std::to_string(min) + ", " +
-                                     std::to_string(max) + "], got '" + text + "'";
+            std::string want = "expected an integer in [" + std::to_string(min) + ", " +
+                               std::to_string(max) + "], got '" + text + "'";
             if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
                 return want;
             }

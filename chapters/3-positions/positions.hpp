@@ -32,13 +32,16 @@ inline namespace WB_IMPL {
 ///     PE[p, 2i + 1] = cos(p · ω_i)
 ///
 /// so position 0 is `[0, 1, 0, 1, …]` and the first pair turns fastest (ω_0 = 1 radian per
-/// token). Compute the angle p · ω_i in double and cast the sine and cosine to float: in float,
-/// p · ω_i at p = 100000 is off by up to a few thousandths of a radian.
+/// token). <!-- clause: sinusoidal_positions.values --> Compute the angle p · ω_i in double and
+/// cast the sine and cosine to float: in float, p · ω_i at p = 100000 is off by up to a few
+/// thousandths of a radian. <!-- clause: sinusoidal_positions.double-angles -->
 /// @param T number of positions (rows), 0 … T − 1
 /// @param D model width (columns); must be even and positive
 /// @return `[T, D]`, row p is the encoding of position p
-/// @throws ShapeError if D is odd or 0 (the message names D), or T·D is more than 2^48
-///         elements (wb::checked_size; checked before anything is allocated)
+/// @throws ShapeError if D is odd or 0 (the message names D)
+///         <!-- clause: sinusoidal_positions.odd-d -->
+/// @throws ShapeError if T·D is more than 2^48 elements (wb::checked_size; checked before
+///         anything is allocated) <!-- clause: sinusoidal_positions.too-large -->
 Tensor2 sinusoidal_positions(std::size_t T, std::size_t D);
 
 /// Adds position vectors to token embeddings: `x + table[offset : offset + T]`, broadcast over B.
@@ -51,9 +54,13 @@ Tensor2 sinusoidal_positions(std::size_t T, std::size_t D);
 /// @param table position table `[T_max, D]`, row p = the vector of position p
 /// @param offset position of x's first token; 0 for a whole sequence
 /// @return `[B, T, D]` with `out[b, t, :] = x[b, t, :] + table[offset + t, :]`
+///         <!-- clause: add_positions.rows -->
 /// @throws ShapeError if the table's D differs from x's D (the message names both shapes)
-/// @throws ValueError if offset < 0, or offset + T > T_max (the message names offset, T and
-///         T_max)
+///         <!-- clause: add_positions.d-mismatch -->
+/// @throws ValueError if offset < 0 (the message names offset)
+///         <!-- clause: add_positions.negative-offset -->
+/// @throws ValueError if offset + T > T_max, computed without overflow for any offset (the
+///         message names offset, T and T_max) <!-- clause: add_positions.past-table -->
 Tensor3 add_positions(const Tensor3& x, const Tensor2& table, std::int64_t offset = 0);
 
 /// Rotary position embedding (RoPE, RoFormer), applied to queries or keys of every head.
@@ -68,13 +75,18 @@ Tensor3 add_positions(const Tensor3& x, const Tensor2& table, std::int64_t offse
 /// vector's length, leaves position 0 unchanged, and makes the score of a rotated query at
 /// position m and a rotated key at position n depend only on m − n. This is the interleaved
 /// convention of RoFormer and Meta's LLaMA code; some libraries (GPT-NeoX, Hugging Face) pair
-/// feature i with i + d/2 instead, which is a different function. Compute angles in double.
+/// feature i with i + d/2 instead, which is a different function. <!-- clause: apply_rope.rotation -->
+/// Compute angles in double. <!-- clause: apply_rope.double-angles -->
 /// @param x queries or keys `[B, H, T, d]` (B batch, H heads, T positions, d head width)
-/// @param offset position of x's first token (the number of tokens already in a KV cache)
-/// @param base the frequency base; 10000 in RoFormer and LLaMA
+/// @param offset position of x's first token (the number of tokens already in a KV cache):
+///        token t turns by (offset + t) · θ_i <!-- clause: apply_rope.offset -->
+/// @param base the frequency base; 10000 in RoFormer and LLaMA; θ_i = base^(−2i/d) for the
+///        base given <!-- clause: apply_rope.base -->
 /// @return `[B, H, T, d]`, the rotated vectors; every batch and head uses the same angles
-/// @throws ShapeError if d is odd (the message names the shape of x)
-/// @throws ValueError if offset < 0 or base <= 1 (the message names the value)
+///         <!-- clause: apply_rope.same-angles -->
+/// @throws ShapeError if d is odd (the message names the shape of x) <!-- clause: apply_rope.odd-d -->
+/// @throws ValueError if offset < 0 or base <= 1 or base is NaN (the message names the value)
+///         <!-- clause: apply_rope.bad-value -->
 Tensor4 apply_rope(const Tensor4& x, std::int64_t offset = 0, float base = 10000.0f);
 
 /// @}

@@ -29,6 +29,7 @@ inline namespace WB_IMPL {
 /// `w_q`, `w_k` and `w_v` (the features of its Q, K and V) and columns `h*d : (h+1)*d` of
 /// `w_o` (the part of the output projection that reads its result). Each of those rows has
 /// all D input columns: every head reads the whole input (§10).
+/// <!-- clause: multi_head_attention.head-slices -->
 ///
 /// `torch.nn.MultiheadAttention` packs the first three into one `in_proj_weight [3D, D]` =
 /// `[W_Q; W_K; W_V]` (and `in_proj_bias [3D]`); its `out_proj` is `w_o`.
@@ -50,13 +51,16 @@ struct MhaResult {
 /// Fresh parameters for multi-head attention, like `nn.MultiheadAttention(D, H, bias=bias)`.
 ///
 /// Each projection is `init_linear(D, D, bias, s)` of chapter 2 with its own seed:
-/// `w_q` uses `seed`, `w_k` `seed + 1`, `w_v` `seed + 2` and `w_o` `seed + 3`.
+/// `w_q` uses `seed`, `w_k` `seed + 1`, `w_v` `seed + 2` and `w_o` `seed + 3` (in uint32
+/// arithmetic: seed + 1 of 2^32 - 1 is 0). <!-- clause: init_mha.seeds -->
 /// @param D model width (in and out of every projection)
 /// @param H number of heads; must divide D
 /// @param bias whether the four projections have a bias
 /// @param seed seed of the first projection (see above)
 /// @return `H` and four `[D, D]` projections (biases `[D]`, or empty when `bias` is false)
-/// @throws ShapeError if D == 0, H == 0 or D % H != 0 (the message names D and H)
+///         <!-- clause: init_mha.shapes -->
+/// @throws ShapeError naming wb::init_mha if D == 0, H == 0 or D % H != 0 (the message names D
+///         and H) <!-- clause: init_mha.bad-heads -->
 MhaParams init_mha(std::size_t D, std::size_t H, bool bias, std::uint32_t seed);
 
 /// Multi-head attention (§10–§11):
@@ -70,33 +74,37 @@ MhaParams init_mha(std::size_t D, std::size_t H, bool bias, std::uint32_t seed);
 ///
 /// Steps: project (chapter 2's `linear`), split heads (chapter 1's `split_heads`), attend in
 /// every head at once (chapter 4's `sdpa`, scaled by √d, the width of ONE head), merge heads
-/// (`merge_heads`), output projection `w_o`.
+/// (`merge_heads`), output projection `w_o`. <!-- clause: multi_head_attention.formula -->
 /// @param x_q the queries' sequence `[B, N, D]`
 /// @param x_kv the keys' and values' sequence `[B, M, D]`; pass x_q again for self attention,
-///        another sequence for cross attention (§13)
+///        another sequence for cross attention (§13) <!-- clause: multi_head_attention.cross -->
 /// @param p the parameters; `p.H` heads
 /// @param mask optional; `allowed` of shape `[B, N, M]` or `[1, N, M]`, true = query i may
 ///        read key j (chapter 4's convention, the opposite of nn.MultiheadAttention's boolean
-///        `attn_mask`); every head uses the same pattern
-/// @return output `[B, N, D]` and the weights of every head `[B, H, N, M]`
+///        `attn_mask`); every head uses the same pattern <!-- clause: multi_head_attention.mask -->
+/// @return output `[B, N, D]` and the weights of every head `[B, H, N, M]`, per head, not
+///         averaged <!-- clause: multi_head_attention.weights-per-head -->
 /// @throws ShapeError (the message names wb::multi_head_attention and the shapes) if
 ///   - the parameters are inconsistent: H == 0, a weight that is not `[D, D]` (D taken from
 ///     `w_q`'s input width), D == 0, D % H != 0, or a bias whose size is neither 0 nor D;
-///   - x_q's or x_kv's last axis is not D;
-///   - x_q and x_kv have different batch sizes B;
-///   - B, N or M is 0 (there is nothing to attend to);
-///   - the mask's shape is not `[B, N, M]` or `[1, N, M]`.
+///     <!-- clause: multi_head_attention.bad-params -->
+///   - x_q's or x_kv's last axis is not D; <!-- clause: multi_head_attention.bad-width -->
+///   - x_q and x_kv have different batch sizes B; <!-- clause: multi_head_attention.batch-mismatch -->
+///   - B, N or M is 0 (there is nothing to attend to); <!-- clause: multi_head_attention.empty -->
+///   - the mask's shape is not `[B, N, M]` or `[1, N, M]`. <!-- clause: multi_head_attention.mask-shape -->
 MhaResult multi_head_attention(const Tensor3& x_q, const Tensor3& x_kv, const MhaParams& p,
                                const std::optional<Mask>& mask = std::nullopt);
 
 /// Multi-head self attention: Q, K and V all come from x (§13).
 ///
 /// Exactly `multi_head_attention(x, x, p, mask)`; its weights are `[B, H, T, T]`.
+/// <!-- clause: self_attention.same-as-mha -->
 /// @param x `[B, T, D]`
 /// @param p the parameters; `p.H` heads
 /// @param mask optional; `allowed` of shape `[B, T, T]` or `[1, T, T]` (e.g. a causal mask)
 /// @return output `[B, T, D]` and weights `[B, H, T, T]`
 /// @throws ShapeError as multi_head_attention (its messages name wb::multi_head_attention)
+///         <!-- clause: self_attention.errors -->
 MhaResult self_attention(const Tensor3& x, const MhaParams& p,
                          const std::optional<Mask>& mask = std::nullopt);
 

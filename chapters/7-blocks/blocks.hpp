@@ -41,7 +41,9 @@ struct LayerNormParams {
 /// With these values the LayerNorm only normalises; training then learns the scale and shift.
 /// @param D model width (the number of features normalised together)
 /// @return gamma `[D]` of ones, beta `[D]` of zeros, eps = 1e-5
+///         <!-- clause: init_layer_norm.defaults -->
 /// @throws ShapeError if D == 0 (the message names wb::init_layer_norm and D)
+///         <!-- clause: init_layer_norm.zero-width -->
 LayerNormParams init_layer_norm(std::size_t D);
 
 /// LayerNorm of every token on its own, over its D features (§5, §21.6):
@@ -50,21 +52,28 @@ LayerNormParams init_layer_norm(std::size_t D);
 ///   \sigma^2 = \frac{1}{D}\sum_{i=1}^{D} (x_i - \mu)^2,\qquad
 ///   \mathrm{LN}(x)_i = \gamma_i\,\frac{x_i - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta_i
 /// \f]
+/// Every feature i is scaled by its own gamma_i, then shifted by its own beta_i.
+/// <!-- clause: layer_norm.affine -->
 ///
 /// - The mean and the variance are taken over the **last axis** (the features of one token),
 ///   never over the tokens T or the batch B: LayerNorm does not mix tokens, unlike a batch norm.
+///   <!-- clause: layer_norm.per-token -->
 /// - The variance divides by D (correction 0, "biased"), as `nn.LayerNorm` does — not by
-///   D - 1, the default of `torch.var` (§21.4).
+///   D - 1, the default of `torch.var` (§21.4). <!-- clause: layer_norm.biased-variance -->
 /// - eps goes **inside** the square root, with the variance; not onto the standard deviation.
+///   <!-- clause: layer_norm.eps-inside -->
 /// @param x `[B, T, D]`
 /// @param p gamma `[D]`, beta `[D]`, eps > 0
 /// @return `[B, T, D]`; before gamma and beta every token has mean 0 and variance
-///         \f$\sigma^2/(\sigma^2+\epsilon) \approx 1\f$ over its features. B or T = 0 gives an
-///         empty result (nothing to normalise is not an error).
+///         \f$\sigma^2/(\sigma^2+\epsilon) \approx 1\f$ over its features.
+///         <!-- clause: layer_norm.normalised -->
+///         B or T = 0 gives an empty result (nothing to normalise is not an error).
+///         <!-- clause: layer_norm.empty-batch -->
 /// @throws ShapeError if D == 0 or gamma or beta is not `[D]` (the message names
-///         wb::layer_norm, the parameter and both shapes)
-/// @throws ValueError if eps <= 0, NaN or infinite (the message names the value `eps = …`;
-///         chapter 8's layer_norm_backward has the same rule)
+///         wb::layer_norm, the parameter and both shapes) <!-- clause: layer_norm.bad-shape -->
+/// @throws ValueError if eps <= 0, NaN or infinite (the message names the value `eps = …` and
+///         the expectation: eps > 0 and finite; chapter 8's layer_norm_backward has the same
+///         rule) <!-- clause: layer_norm.bad-eps -->
 Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p);
 
 /// RMSNorm, a variant of LayerNorm used by many modern models (§5): no mean is subtracted and
@@ -72,12 +81,16 @@ Tensor3 layer_norm(const Tensor3& x, const LayerNormParams& p);
 /// \f[
 ///   \mathrm{RMSNorm}(x)_i = \gamma_i\,\frac{x_i}{\sqrt{\frac{1}{D}\sum_{j=1}^{D} x_j^2 + \epsilon}}
 /// \f]
+/// The mean square is taken over each token's own D features, with eps inside the square root.
+/// <!-- clause: rms_norm.formula -->
 /// @param x `[B, T, D]`; every token is normalised over its D features on its own
 /// @param gamma `[D]`: the trainable scale
 /// @param eps added to the mean square inside the square root; must be > 0
-/// @return `[B, T, D]`; B or T = 0 gives an empty result
+/// @return `[B, T, D]`; B or T = 0 gives an empty result <!-- clause: rms_norm.empty-batch -->
 /// @throws ShapeError if D == 0 or gamma is not `[D]` (the message names wb::rms_norm)
-/// @throws ValueError if eps <= 0, NaN or infinite (the message names `eps = …`)
+///         <!-- clause: rms_norm.bad-shape -->
+/// @throws ValueError if eps <= 0, NaN or infinite (the message names `eps = …` and the
+///         expectation: eps > 0 and finite) <!-- clause: rms_norm.bad-eps -->
 Tensor3 rms_norm(const Tensor3& x, const Tensor1& gamma, float eps = 1e-5f);
 
 // ---- the feed-forward network (§5, §21.6) ---------------------------------------------------
@@ -87,7 +100,7 @@ Tensor3 rms_norm(const Tensor3& x, const Tensor1& gamma, float eps = 1e-5f);
 ///   \mathrm{GELU}(x) = x\,\Phi(x) = \frac{x}{2}\left(1 + \mathrm{erf}\!\left(\frac{x}{\sqrt 2}\right)\right)
 /// \f]
 /// with \f$\Phi\f$ the standard normal CDF. Element-wise: GELU(1) = 0.8413447, GELU(-1) =
-/// -0.1586553.
+/// -0.1586553. <!-- clause: gelu.exact-erf -->
 /// @param x any values `[B, T, N]`
 /// @return same shape, every element passed through GELU
 Tensor3 gelu(const Tensor3& x);
@@ -96,8 +109,10 @@ Tensor3 gelu(const Tensor3& x);
 /// \f[
 ///   \mathrm{GELU}_{\tanh}(x) = \frac{x}{2}\left(1 + \tanh\!\left(\sqrt{2/\pi}\,\bigl(x + 0.044715\,x^3\bigr)\right)\right)
 /// \f]
-/// It differs from the exact form by up to about 4e-4 (GELU_tanh(1) = 0.8411920); a model
-/// trained with one should be run with the same one.
+/// It differs from the exact form by up to about 4.7e-4 (GELU_tanh(1) = 0.8411920).
+/// <!-- clause: gelu_tanh.tanh-form -->
+/// Not a promise of this function: a model trained with one form should be run with the same
+/// one.
 /// @param x any values `[B, T, N]`
 /// @return same shape, every element passed through the approximation
 Tensor3 gelu_tanh(const Tensor3& x);
@@ -113,26 +128,31 @@ struct FfnParams {
 /// Fresh FFN parameters, both layers with biases.
 ///
 /// `up = init_linear(D, hidden, true, seed)` and `down = init_linear(hidden, D, true, seed + 1)`
-/// (chapter 2).
+/// (chapter 2). <!-- clause: init_ffn.seeds -->
 /// @param D model width (in and out of the FFN)
 /// @param hidden the hidden width; a GPT block uses 4D
 /// @param seed seed of `up`; `down` uses seed + 1
 /// @return up: weight `[hidden, D]`, bias `[hidden]`; down: weight `[D, hidden]`, bias `[D]`
+///         <!-- clause: init_ffn.shapes -->
 /// @throws ShapeError if D == 0 or hidden == 0 (the message names wb::init_ffn, D and hidden)
+///         <!-- clause: init_ffn.zero-width -->
 FfnParams init_ffn(std::size_t D, std::size_t hidden, std::uint32_t seed);
 
 /// The position-wise feed-forward network (§5): \f$\mathrm{FFN}(x) = W_2\,\mathrm{GELU}(W_1 x +
 /// b_1) + b_2\f$ for every token, i.e. `down(gelu(up(x)))` with the exact GELU.
+/// <!-- clause: ffn.formula -->
 ///
 /// Every token goes through the same two layers **on its own**: the FFN processes each
 /// position's representation non-linearly but never mixes positions (attention does that).
 /// Permuting the tokens permutes the output rows the same way.
+/// <!-- clause: ffn.position-wise -->
 /// @param x `[B, T, D]`
 /// @param p up `[hidden, D]`, down `[D, hidden]` (biases `[hidden]`, `[D]` or empty)
 /// @return `[B, T, D]`; the hidden activations are `[B, T, hidden]` in between
 /// @throws ShapeError if D == 0, hidden == 0 or the layers do not fit x and each other: up's
 ///         input width is not D, down is not `[D, hidden]`, or a bias has a size other than 0
-///         and its layer's output width (the message names wb::ffn, the layer and the shapes)
+///         and its layer's output width (the message names wb::ffn, the parameter, e.g.
+///         `up.weight` or `down.bias`, and the shapes) <!-- clause: ffn.bad-shape -->
 Tensor3 ffn(const Tensor3& x, const FfnParams& p);
 
 /// The parameters of a gated FFN with SiLU (SwiGLU), a variant used by many modern models.
@@ -148,12 +168,15 @@ struct SwiGluParams {
 ///   \qquad \mathrm{SiLU}(a) = a\,\sigma(a) = \frac{a}{1 + e^{-a}}
 /// \f]
 /// (each Linear with its bias, if it has one). \f$\odot\f$ is the element-wise product: one
-/// branch decides how much of the other passes. Position-wise, like ffn.
+/// branch decides how much of the other passes. <!-- clause: swiglu_ffn.formula -->
+/// Position-wise, like ffn: every token goes through the same layers on its own.
+/// <!-- clause: swiglu_ffn.position-wise -->
 /// @param x `[B, T, D]`
 /// @param p gate and up `[hidden, D]`, down `[D, hidden]` (biases sized to fit, or empty)
 /// @return `[B, T, D]`
 /// @throws ShapeError if D == 0, hidden == 0 or the layers do not fit x and each other (the
-///         message names wb::swiglu_ffn, the layer and the shapes)
+///         message names wb::swiglu_ffn, the parameter, e.g. `gate.weight`, `up.weight` or
+///         `down.weight`, and the shapes) <!-- clause: swiglu_ffn.bad-shape -->
 Tensor3 swiglu_ffn(const Tensor3& x, const SwiGluParams& p);
 
 // ---- the block (§5) -------------------------------------------------------------------------
@@ -171,13 +194,13 @@ struct BlockParams {
 ///
 /// `ln1 = ln2 = init_layer_norm(D)`, `attn = init_mha(D, H, true, seed)` (which uses seeds
 /// seed … seed + 3) and `ffn = init_ffn(D, 4 * D, seed + 4)` (seeds seed + 4, seed + 5): every
-/// Linear has a bias, the FFN's hidden width is 4D.
+/// Linear has a bias, the FFN's hidden width is 4D. <!-- clause: init_block.seeds -->
 /// @param D model width
 /// @param H number of heads; must divide D
 /// @param seed the first seed (see above); the next block of a stack may use seed + 6
-/// @return the parameters; `ffn.up.weight` is `[4D, D]`
+/// @return the parameters; `ffn.up.weight` is `[4D, D]` <!-- clause: init_block.hidden-4d -->
 /// @throws ShapeError if D == 0, H == 0 or D % H != 0 (the message names wb::init_block, D
-///         and H)
+///         and H) <!-- clause: init_block.bad-heads -->
 BlockParams init_block(std::size_t D, std::size_t H, std::uint32_t seed);
 
 /// What a block returns: its output and the attention weights (the `(output, weights)` pair of
@@ -191,22 +214,27 @@ struct BlockResult {
 /// \f[
 ///   Y = X + \mathrm{MHA}(\mathrm{LN}_1(X)),\qquad Z = Y + \mathrm{FFN}(\mathrm{LN}_2(Y))
 /// \f]
+/// <!-- clause: block_forward.pre-ln -->
 /// Each sub-layer reads a normalised copy of the stream; its result is **added** to the stream
 /// (the residual), so the input passes straight through and the sub-layers only contribute
-/// updates. Attention is self attention (`self_attention` of chapter 5) with `mask`; the FFN
-/// is ffn (exact GELU).
+/// updates. <!-- clause: block_forward.residual -->
+/// Attention is self attention (`self_attention` of chapter 5) with `mask`; the FFN is ffn
+/// (exact GELU). <!-- clause: block_forward.sub-layers -->
 /// @param x `[B, T, D]`
 /// @param p the block's parameters (LayerNorms `[D]`, attention D → D, FFN D → hidden → D)
 /// @param mask optional; `allowed` `[B, T, T]` or `[1, T, T]` (a causal mask for a GPT)
 /// @return output Z `[B, T, D]` and the weights `[B, H, T, T]` of the attention, computed from
-///         \f$\mathrm{LN}_1(X)\f$
+///         \f$\mathrm{LN}_1(X)\f$ <!-- clause: block_forward.returns -->
 /// @throws ShapeError (the message names wb::block_forward) if D == 0, B == 0 or T == 0, if a
 ///         LayerNorm's gamma or beta is not `[D]`, if the FFN does not fit D (as ffn), or if the
-///         attention's input width is not D (the message names the parameter, e.g. `ln2.gamma`
-///         or `ffn.down.weight`, and the shapes)
-/// @throws ValueError if a LayerNorm's eps <= 0 (named `ln1.eps` / `ln2.eps`)
+///         attention's input width is not D (the message names the parameter, e.g. `ln2.gamma`,
+///         `ffn.down.weight` or `attn.w_q.weight`, and the shapes)
+///         <!-- clause: block_forward.bad-shape -->
+/// @throws ValueError if a LayerNorm's eps <= 0, NaN or infinite (named `ln1.eps` / `ln2.eps`)
+///         <!-- clause: block_forward.bad-eps -->
 /// @throws ShapeError from wb::multi_head_attention if the attention's own parameters are
 ///         inconsistent (D % H != 0, a weight not `[D, D]`) or the mask does not fit
+///         <!-- clause: block_forward.attention-errors -->
 BlockResult block_forward(const Tensor3& x, const BlockParams& p,
                           const std::optional<Mask>& mask = std::nullopt);
 
@@ -215,14 +243,17 @@ BlockResult block_forward(const Tensor3& x, const BlockParams& p,
 /// \f[
 ///   Y = \mathrm{LN}_1(X + \mathrm{MHA}(X)),\qquad Z = \mathrm{LN}_2(Y + \mathrm{FFN}(Y))
 /// \f]
+/// <!-- clause: post_ln_block_forward.post-ln -->
 /// Same parameters as block_forward, different wiring: the stream itself is normalised, so the
 /// output of every block has per-token mean β and scale γ.
+/// <!-- clause: post_ln_block_forward.normalised-output -->
 /// @param x `[B, T, D]`
 /// @param p the block's parameters
 /// @param mask optional; `allowed` `[B, T, T]` or `[1, T, T]`
 /// @return output Z `[B, T, D]` and the weights `[B, H, T, T]` of the attention, computed from X
+///         <!-- clause: post_ln_block_forward.returns -->
 /// @throws ShapeError, ValueError as block_forward (the messages name
-///         wb::post_ln_block_forward)
+///         wb::post_ln_block_forward) <!-- clause: post_ln_block_forward.bad-params -->
 BlockResult post_ln_block_forward(const Tensor3& x, const BlockParams& p,
                                   const std::optional<Mask>& mask = std::nullopt);
 
@@ -240,12 +271,17 @@ struct StackResult {
 ///   X_0 = X,\qquad X_{l+1} = \mathrm{Block}_l(X_l)\ \ (l = 0, \dots, L-1),\qquad
 ///   \text{output} = \mathrm{LN}_f(X_L)
 /// \f]
-/// Block l reads the output of block l - 1 (not X), in the order of the vector; every block
-/// gets the same mask. A Pre-LN stack needs the final LayerNorm: the stream itself is never
-/// normalised inside the blocks.
+/// Block l reads the output of block l - 1 (not X), in the order of the vector.
+/// <!-- clause: stack_forward.in-order -->
+/// Every block gets the same mask. <!-- clause: stack_forward.same-mask -->
+/// A Pre-LN stack needs the final LayerNorm: the stream itself is never normalised inside the
+/// blocks. <!-- clause: stack_forward.final-norm -->
 ///
 /// An empty `blocks` (L = 0) is allowed, like an empty `nn.ModuleList`: the output is then
-/// \f$\mathrm{LN}_f(X)\f$ and `weights` is empty.
+/// \f$\mathrm{LN}_f(X)\f$ and `weights` is empty. <!-- clause: stack_forward.no-blocks -->
+///
+/// Every block and the final norm are checked before anything is computed.
+/// <!-- clause: stack_forward.checked-first -->
 /// @param x `[B, T, D]`
 /// @param blocks L block parameters, applied in order (L >= 0)
 /// @param final_norm the final LayerNorm, `[D]`
@@ -254,7 +290,7 @@ struct StackResult {
 /// @throws ShapeError, ValueError as block_forward, found before anything is computed; the
 ///         message names wb::stack_forward and the parameter, e.g. `blocks[1].ln2.gamma` or
 ///         `final_norm.beta` (the attention's own parameters and the mask are still checked by
-///         wb::multi_head_attention)
+///         wb::multi_head_attention) <!-- clause: stack_forward.bad-params -->
 StackResult stack_forward(const Tensor3& x, const std::vector<BlockParams>& blocks,
                           const LayerNormParams& final_norm,
                           const std::optional<Mask>& mask = std::nullopt);

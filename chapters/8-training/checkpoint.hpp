@@ -32,6 +32,7 @@
 /// The file is `28 + P` bytes. Integers and floats are written byte by byte in little-endian
 /// order, so a file is the same on every machine. FNV-1a: `h = 14695981039346656037`, then
 /// for each byte `h = (h XOR byte) · 1099511628211` (mod 2⁶⁴).
+/// <!-- clause: save_checkpoint.format -->
 #pragma once
 
 #include <cstdint>
@@ -69,7 +70,7 @@ inline namespace WB_IMPL {
 /// @{
 
 /// FNV-1a, 64 bits, of a byte range: the checksum of the format.
-/// Known values: `""` → `0xcbf29ce484222325`, `"a"` → `0xaf63dc4c8601ec8c`.
+/// Known values: `""` → `0xcbf29ce484222325`, `"a"` → `0xaf63dc4c8601ec8c`. <!-- clause: fnv1a64.values -->
 /// @param data the first byte
 /// @param size how many bytes
 /// @return the hash
@@ -79,36 +80,38 @@ std::uint64_t fnv1a64(const unsigned char* data, std::size_t size);
 ///
 /// The file is written whole to `path + ".tmp"` and then renamed onto `path`
 /// (`std::filesystem::rename`, atomic on POSIX), so a crash or a full disk in the middle of a
-/// save leaves any previous file at `path` intact; on failure the temporary file is removed.
+/// save leaves any previous file at `path` intact <!-- clause: save_checkpoint.atomic -->; on failure the temporary file is removed. <!-- clause: save_checkpoint.tmp-removed -->
 /// @param path where to save
 /// @param config the model's shape
 /// @param params the weights; their shapes must match config
-/// @param optimizer AdamW's state to save, or nullptr
-/// @param step training progress to save
-/// @throws ShapeError if params (or a given optimizer state) does not match config
-/// @throws FileError if the file cannot be written or renamed (the message names the path)
+/// @param optimizer AdamW's state to save, or nullptr: its own step goes to the AdamW step
+///        field, independent of `step` <!-- clause: save_checkpoint.optimizer-step -->
+/// @param step training progress to save (any int64, independent of the optimizer's step) <!-- clause: save_checkpoint.training-step -->
+/// @throws ShapeError if params (or a given optimizer state) does not match config, before
+///         anything is written <!-- clause: save_checkpoint.shape-mismatch -->
+/// @throws FileError if the file cannot be written or renamed (the message names the path) <!-- clause: save_checkpoint.file-error -->
 void save_checkpoint(const std::string& path, const GptConfig& config,
                      const GptParams<float>& params, const AdamWState<float>* optimizer = nullptr,
                      std::int64_t step = 0);
 
 /// Loads a checkpoint written by save_checkpoint. The whole file is validated — magic,
 /// version, size, checksum, then every tensor's name and shape against the config — before
-/// anything is returned, so a bad file can never half-overwrite a model. Reads are bounded:
+/// anything is returned, so a bad file can never half-overwrite a model. <!-- clause: load_checkpoint.validate-first --> Reads are bounded:
 /// only a regular file is opened (a directory, a FIFO or a device such as /dev/zero is refused
-/// with "cannot open"), and only its 20-byte header is read until the size it announces has
-/// been compared with the file's size from the filesystem.
+/// with "cannot open") <!-- clause: load_checkpoint.regular-file-only -->, and only its 20-byte header is read until the size it announces has
+/// been compared with the file's size from the filesystem. <!-- clause: load_checkpoint.bounded-reads -->
 /// @param path the file
-/// @return the config (its positions from wpe's shape, see the format), the weights, the
-///         optimizer state if it was saved, and the step
+/// @return the config (its positions from wpe's shape, see the format) <!-- clause: load_checkpoint.positions-from-wpe -->, the weights, the
+///         optimizer state if it was saved, and the step, bit for bit as saved <!-- clause: load_checkpoint.roundtrip -->
 /// @throws FileError naming the file and the problem: "cannot open" (missing, or not a regular
-///         file), "not a workbook
-///         checkpoint" (the file is empty or its first bytes differ from the magic), "version 7,
-///         expected 1", "truncated at byte N" (N = the file's length, when it is shorter than
+///         file) <!-- clause: load_checkpoint.cannot-open -->, "not a workbook
+///         checkpoint" (the file is empty or its first bytes differ from the magic) <!-- clause: load_checkpoint.not-checkpoint -->, "version 7,
+///         expected 1" <!-- clause: load_checkpoint.version -->, "truncated at byte N" (N = the file's length, when it is shorter than
 ///         its header or than the size the header announces; a file that is a prefix of the
-///         magic is a truncated checkpoint), "unexpected bytes after the checksum",
-///         "checksum mismatch", and, in a file whose checksum is right but whose contents are
-///         not a model: "invalid config" (e.g. H does not divide D) or a tensor whose name or
-///         shape disagrees with the config ("tensor 'wtf' [13, 8], expected 'wte' [13, 8]")
+///         magic is a truncated checkpoint) <!-- clause: load_checkpoint.truncated -->, "unexpected bytes after the checksum" <!-- clause: load_checkpoint.trailing-bytes -->,
+///         "checksum mismatch" <!-- clause: load_checkpoint.checksum -->, and, in a file whose checksum is right but whose contents are
+///         not a model: "invalid config" (e.g. H does not divide D) <!-- clause: load_checkpoint.invalid-config --> or a tensor whose name or
+///         shape disagrees with the config ("tensor 'wtf' [13, 8], expected 'wte' [13, 8]") <!-- clause: load_checkpoint.tensor-mismatch -->
 Checkpoint load_checkpoint(const std::string& path);
 
 /// @}

@@ -36,14 +36,14 @@ inline namespace WB_IMPL {
 /// @defgroup chapter8 Chapter 8: training
 /// @{
 
-/// Linear backward (chapter 2's `linear`, `y = x Wᵀ + b`): `dx = dy W`, `dweight += dyᵀ x`, `dbias += Σ_rows dy` (skipped when dbias is empty).
+/// Linear backward (chapter 2's `linear`, `y = x Wᵀ + b`): `dx = dy W`, `dweight += dyᵀ x`, `dbias += Σ_rows dy` (skipped when dbias is empty). <!-- clause: linear_backward.gradients -->
 /// @param dy `[N, out]` gradient of the output
 /// @param x `[N, in]` the forward's input
 /// @param weight `[out, in]`
-/// @param dx `[N, in]` assigned
-/// @param dweight `[out, in]` accumulated
-/// @param dbias `[out]` accumulated, or empty
-/// @throws ShapeError if any shape disagrees with x, weight and dy
+/// @param dx `[N, in]` assigned: its previous contents and shape do not matter <!-- clause: linear_backward.dx-assigned -->
+/// @param dweight `[out, in]` accumulated <!-- clause: linear_backward.dweight-accumulated -->
+/// @param dbias `[out]` accumulated, or empty: then it is left empty <!-- clause: linear_backward.dbias-accumulated-or-empty -->
+/// @throws ShapeError if any shape disagrees with x, weight and dy <!-- clause: linear_backward.shape-mismatch -->
 template <class Real>
 void linear_backward(const Mat<Real>& dy, const Mat<Real>& x, const Mat<Real>& weight,
                      Mat<Real>& dx, Mat<Real>& dweight, Vec<Real>& dbias);
@@ -57,36 +57,37 @@ void linear_backward(const Mat<Real>& dy, const Mat<Real>& x, const Mat<Real>& w
 ///   dgamma += Σ_rows dy ⊙ x̂
 ///   dbeta  += Σ_rows dy
 /// ```
+/// <!-- clause: layer_norm_backward.gradients -->
 /// @param dy `[N, D]`
 /// @param x `[N, D]` the forward's input
 /// @param gamma `[D]`
-/// @param eps the forward's eps (inside the square root)
-/// @param dx `[N, D]` assigned
-/// @param dgamma `[D]` accumulated
-/// @param dbeta `[D]` accumulated
-/// @throws ShapeError on any shape mismatch or D == 0
-/// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm)
+/// @param eps the forward's eps (inside the square root), whatever its value <!-- clause: layer_norm_backward.eps-used -->
+/// @param dx `[N, D]` assigned: its previous contents and shape do not matter <!-- clause: layer_norm_backward.dx-assigned -->
+/// @param dgamma `[D]` accumulated <!-- clause: layer_norm_backward.dgamma-accumulated -->
+/// @param dbeta `[D]` accumulated <!-- clause: layer_norm_backward.dbeta-accumulated -->
+/// @throws ShapeError on any shape mismatch or D == 0 <!-- clause: layer_norm_backward.shape-mismatch -->
+/// @throws ValueError if eps <= 0, NaN or infinite (chapter 7's rule for layer_norm) <!-- clause: layer_norm_backward.bad-eps -->
 template <class Real>
 void layer_norm_backward(const Mat<Real>& dy, const Mat<Real>& x, const Vec<Real>& gamma, Real eps,
                          Mat<Real>& dx, Vec<Real>& dgamma, Vec<Real>& dbeta);
 
 /// GELU backward (chapter 7's `gelu`, the exact form `x · Φ(x)`):
-/// `dx = dy · (Φ(x) + x φ(x))`, φ the standard normal density.
+/// `dx = dy · (Φ(x) + x φ(x))`, φ the standard normal density. <!-- clause: gelu_backward.gradient -->
 /// @param dy `[N, F]`
 /// @param x `[N, F]` the forward's input
 /// @return dx `[N, F]`
-/// @throws ShapeError if the shapes differ
+/// @throws ShapeError if the shapes differ <!-- clause: gelu_backward.shape-mismatch -->
 template <class Real>
 Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x);
 
 /// Causal attention backward (chapter 4's `sdpa` with chapter 6's `causal_mask`:
 /// `A = softmax(q kᵀ / sqrt(d), keys j > i hidden)`, `out = A v`): through `out = A v`, the
-/// row softmax (`dS = A ⊙ (dA − rowsum(dA ⊙ A))`), the scale and `S = q kᵀ`.
+/// row softmax (`dS = A ⊙ (dA − rowsum(dA ⊙ A))`), the scale and `S = q kᵀ`. <!-- clause: causal_attention_backward.gradients -->
 /// @param dout `[B, H, T, d]`
 /// @param q, k, v the forward's inputs, @param weights the forward's weights A `[B, H, T, T]`
 ///        (what sdpa returned beside the output; exact zeros above the diagonal)
-/// @param dq, dk, dv `[B, H, T, d]` assigned
-/// @throws ShapeError on any shape mismatch
+/// @param dq, dk, dv `[B, H, T, d]` assigned: their previous contents and shapes do not matter <!-- clause: causal_attention_backward.assigned -->
+/// @throws ShapeError on any shape mismatch <!-- clause: causal_attention_backward.shape-mismatch -->
 template <class Real>
 void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, const Heads<Real>& k,
                                const Heads<Real>& v, const Heads<Real>& weights, Heads<Real>& dq,
@@ -100,43 +101,49 @@ void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, co
 ///   dx[2i]     =  dy[2i] · cos(p θ_i) + dy[2i+1] · sin(p θ_i)
 ///   dx[2i + 1] = −dy[2i] · sin(p θ_i) + dy[2i+1] · cos(p θ_i)
 /// ```
+/// <!-- clause: rope_backward.gradient -->
 /// It needs no saved tensor: the angles depend on the positions only. Angles in double, as
-/// the forward.
+/// the forward (a float backward turns by the forward's angles at any position). <!-- clause: rope_backward.angles-in-double -->
 /// @param dy `[B, H, T, d]` gradient of the rotated queries or keys
-/// @param offset the forward's offset (position of the first token), >= 0
-/// @param base the forward's base, > 1
+/// @param offset the forward's offset (position of the first token), >= 0 <!-- clause: rope_backward.offset-used -->
+/// @param base the forward's base, > 1 <!-- clause: rope_backward.base-used -->
 /// @return dx `[B, H, T, d]`
-/// @throws ShapeError if d is odd (the message names the shape)
-/// @throws ValueError if offset < 0 or base <= 1
+/// @throws ShapeError if d is odd (the message names the shape) <!-- clause: rope_backward.odd-width -->
+/// @throws ValueError if offset < 0 or base <= 1 <!-- clause: rope_backward.bad-offset-or-base -->
 template <class Real>
 Heads<Real> rope_backward(const Heads<Real>& dy, std::int64_t offset, Real base);
 
 /// Embedding backward (chapter 2's `embed`): `dtable[ids[b,t]] += dout[b,t]`. A token id that appears several
-/// times receives the **sum** of its rows' gradients (never the last one only).
+/// times receives the **sum** of its rows' gradients (never the last one only). <!-- clause: embedding_backward.sum-repeated -->
 /// @param ids `[B, T]`
 /// @param dout `[B·T, D]` gradient of the looked-up rows, in the order of ids
-/// @param dtable `[V, D]` accumulated
-/// @throws ShapeError on shape mismatch; ValueError for an id outside [0, V)
+/// @param dtable `[V, D]` accumulated <!-- clause: embedding_backward.accumulated -->
+/// @throws ShapeError on shape mismatch <!-- clause: embedding_backward.shape-mismatch -->
+/// @throws ValueError for an id outside [0, V) (the message names the id and its position);
+///         every id is checked before dtable is changed <!-- clause: embedding_backward.bad-id -->
 template <class Real>
 void embedding_backward(const TokenIds& ids, const Mat<Real>& dout, Mat<Real>& dtable);
 
 /// Mean cross entropy from raw logits (never softmax them first), stable through
-/// log-sum-exp: `loss = mean over valid rows of (logsumexp(z) − z[target])`.
-/// Rows whose target equals `ignore_index` (padding) are left out of the mean; if no row is
-/// valid the loss is 0.
+/// log-sum-exp: `loss = mean over valid rows of (logsumexp(z) − z[target])`. <!-- clause: cross_entropy_forward.mean-loss -->
+/// Rows whose target equals `ignore_index` (padding) are left out of the mean, whatever the
+/// value of ignore_index (−1, −100, or an id inside [0, V)) <!-- clause: cross_entropy_forward.ignore-index -->;
+/// if no row is valid the loss is 0. <!-- clause: cross_entropy_forward.no-valid-row -->
 /// @param logits `[N, V]`
 /// @param targets `[N]`, each in [0, V) or equal to ignore_index
 /// @param ignore_index the padding target, e.g. -1
 /// @return the mean loss over valid rows
-/// @throws ShapeError if targets is not `[N]`; ValueError for a target outside [0, V) that is not ignore_index
+/// @throws ShapeError if targets is not `[N]` <!-- clause: cross_entropy_forward.targets-shape -->
+/// @throws ValueError for a target outside [0, V) that is not ignore_index (the message names
+///         the row, the target and ignore_index) <!-- clause: cross_entropy_forward.bad-target -->
 template <class Real>
 Real cross_entropy_forward(const Mat<Real>& logits, const xt::xtensor<std::int64_t, 1>& targets,
                            std::int64_t ignore_index);
 
 /// Gradient of the mean cross entropy with respect to the logits:
-/// `(softmax(z) − onehot(target)) / n_valid` on valid rows, 0 on ignored rows.
+/// `(softmax(z) − onehot(target)) / n_valid` on valid rows, 0 on ignored rows. <!-- clause: cross_entropy_backward.gradient -->
 /// @return dlogits `[N, V]`
-/// @throws as cross_entropy_forward
+/// @throws as cross_entropy_forward (ShapeError, ValueError) <!-- clause: cross_entropy_backward.errors -->
 template <class Real>
 Mat<Real> cross_entropy_backward(const Mat<Real>& logits,
                                  const xt::xtensor<std::int64_t, 1>& targets,

@@ -181,7 +181,7 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
 /// @param p the tensors to check
 /// @param c the configuration they must match
 /// @throws ShapeError naming fn, which, the tensor (e.g. `blocks.1.w_fc`), its shape, the
-///         expected one and the config
+///         expected one and the config (given code: not a promise of an exercise)
 template <class Real>
 void require_gpt_shapes(const char* fn, const char* which, const GptParams<Real>& p,
                         const GptConfig& c) {
@@ -237,20 +237,22 @@ inline namespace WB_IMPL {
 
 /// A freshly initialised GPT, as GPT-2 / nanoGPT do it: every weight matrix (wte, wpe, the
 /// projections, the FFN, lm_head) drawn from N(0, 0.02²), every bias 0, every LayerNorm gamma
-/// 1 and beta 0. The draws come from `std::mt19937_64(seed)` in the order of parameters(), so
-/// the same seed gives the same model (not the same numbers as PyTorch's generator).
+/// 1 and beta 0. <!-- clause: init_gpt.values --> The draws come from `std::mt19937_64(seed)` in the order of parameters(), so
+/// the same seed gives the same model (not the same numbers as PyTorch's generator). <!-- clause: init_gpt.seeded -->
 /// @param config V, T_max, D, H, L
 /// @param seed the random seed
-/// @return parameters with the shapes listed in GptParams
+/// @return parameters with the shapes listed in GptParams (wpe `[0, D]` with RoPE) <!-- clause: init_gpt.shapes -->
 /// @throws ShapeError if any of V, T_max, D, H, L is 0 or H does not divide D (the message
-///         names the config), or a tensor would hold more than 2^48 elements (V·D, T_max·D,
-///         L·4·D·D: wb::checked_size, before anything is allocated)
+///         names the config) <!-- clause: init_gpt.bad-config -->
+/// @throws ShapeError if a tensor would hold more than 2^48 elements (V·D, T_max·D,
+///         L·4·D·D: wb::checked_size, before anything is allocated; the message names
+///         wb::init_gpt and 2^48) <!-- clause: init_gpt.too-large -->
 template <class Real>
 GptParams<Real> init_gpt(const GptConfig& config, std::uint64_t seed);
 
 /// A GPT-shaped set of zeros: the gradient buffers of `params`.
 /// @param params any parameters
-/// @return the same shapes, every element 0
+/// @return the same shapes, every element 0 <!-- clause: zeros_like.zeros -->
 template <class Real>
 GptParams<Real> zeros_like(const GptParams<Real>& params);
 
@@ -264,14 +266,14 @@ GptParams<Real> zeros_like(const GptParams<Real>& params);
 ///                     blocks.l.w_fc, blocks.l.b_fc, blocks.l.w_proj, blocks.l.b_proj,
 ///   ln_f_g, ln_f_b, lm_head
 /// ```
-/// That is 2 + 16·L + 3 tensors. The references point into `params`: they stay valid while
-/// `params` lives and its tensors are not resized.
+/// That is 2 + 16·L + 3 tensors. <!-- clause: parameters.order --> The references point into `params`: they stay valid while
+/// `params` lives and its tensors are not resized. <!-- clause: parameters.point-into-model -->
 /// @param params the model (or its gradients)
-/// @return one ParamRef per tensor, named as above (`"blocks.0.w_q"`)
+/// @return one ParamRef per tensor, named as above (`"blocks.0.w_q"`), with its size and shape <!-- clause: parameters.names-shapes -->
 template <class Real>
 std::vector<ParamRef<Real>> parameters(GptParams<Real>& params);
 
-/// Read-only version of parameters(), same order and names.
+/// Read-only version of parameters(), same order and names. <!-- clause: parameters.const-same -->
 /// @param params the model (or its gradients)
 /// @return one ParamRef per tensor
 template <class Real>
@@ -285,9 +287,9 @@ std::vector<ParamRef<const Real>> parameters(const GptParams<Real>& params);
 ///   targets  x1 x2 x3 x4           [B, T]
 /// ```
 /// @param tokens `[B, T + 1]`
-/// @return inputs and targets, both `[B, T]`
+/// @return inputs and targets, both `[B, T]` <!-- clause: shift_for_next_token.shift -->
 /// @throws ShapeError if B == 0 or the sequences have fewer than 2 tokens (the message names
-///         "wb::shift_for_next_token" and the shape)
+///         "wb::shift_for_next_token" and the shape) <!-- clause: shift_for_next_token.bad-shape -->
 NextToken shift_for_next_token(const TokenIds& tokens);
 
 /// The GPT forward with its loss, assembled from the functions of chapters 1–7 (no layer is
@@ -305,9 +307,10 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 ///   logits = lm_head(layer_norm(x, ln_f), lm_head)  chapter 2         [B, T, V] -> [N, V]
 ///   loss = mean cross entropy of logits against the flattened targets
 /// ```
-/// Targets equal to `ignore_index` (padding) are left out of the mean. Every intermediate
+/// <!-- clause: gpt_forward.recipe -->
+/// Targets equal to `ignore_index` (padding) are left out of the mean. <!-- clause: gpt_forward.ignore-index --> Every intermediate
 /// the backward needs is stored in `cache` (overwriting what it held), flattened to rows
-/// `[N, ·]` where the backward works on rows. The model runs in float, like the chapters it
+/// `[N, ·]` where the backward works on rows. <!-- clause: gpt_forward.cache-overwritten --> The model runs in float, like the chapters it
 /// is made of; the gradient checks of the layers' backwards run in double on their own.
 /// @param params the model; its shapes must match `config`
 /// @param config the model's shape
@@ -315,12 +318,13 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 /// @param targets `[B, T]` ids in `[0, V)` or equal to ignore_index
 /// @param ignore_index the target value that is not scored (e.g. -1)
 /// @param cache filled with the activations
-/// @return the mean loss (0 if every target is ignored)
-/// @throws ShapeError if the config is invalid, a parameter's shape does not match the config,
-///         inputs is empty, or targets' shape differs from inputs'
-/// @throws ValueError if T > T_max (the message names T and T_max), or an input id is
-///         outside [0, V), or a target is neither in [0, V) nor ignore_index (the message names
-///         the position and the id)
+/// @return the mean loss (0 if every target is ignored) <!-- clause: gpt_forward.all-ignored -->
+/// @throws ShapeError if the config is invalid, a parameter's shape does not match the config
+///         (the message names the tensor, e.g. `wte`, and the shapes), inputs is empty, or targets' shape
+///         differs from inputs' (the message names both shapes) <!-- clause: gpt_forward.shape-errors -->
+/// @throws ValueError if T > T_max (the message names T and T_max) <!-- clause: gpt_forward.too-long -->
+/// @throws ValueError if an input id is outside [0, V), or a target is neither in [0, V) nor
+///         ignore_index (the message names the position and the id) <!-- clause: gpt_forward.bad-id -->
 float gpt_forward(const GptParams<float>& params, const GptConfig& config, const TokenIds& inputs,
                   const TokenIds& targets, std::int64_t ignore_index, GptCache<float>& cache);
 
@@ -328,30 +332,34 @@ float gpt_forward(const GptParams<float>& params, const GptConfig& config, const
 /// @param params the model
 /// @param config the model's shape
 /// @param inputs `[B, T]` token ids in `[0, V)`, T <= T_max
-/// @return `[B·T, V]` logits; row `b·T + t` scores the token after `inputs[b, t]`
-/// @throws ShapeError as gpt_forward (config, parameter shapes, empty inputs)
-/// @throws ValueError if T > T_max or an id is outside [0, V)
+/// @return `[B·T, V]` logits; row `b·T + t` scores the token after `inputs[b, t]`, equal to
+///         gpt_forward's cache.logits <!-- clause: gpt_logits.logits -->
+/// @throws ShapeError as gpt_forward (config, parameter shapes, empty inputs) <!-- clause: gpt_logits.shape-errors -->
+/// @throws ValueError if T > T_max or an id is outside [0, V) (the message names T and T_max,
+///         or the id) <!-- clause: gpt_logits.value-errors -->
 Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
                       const TokenIds& inputs);
 
 /// The GPT backward: the gradient of the loss of the last gpt_forward with respect to every
-/// parameter, **added** into `grads` (PyTorch's convention: gradients accumulate until
-/// zero_grad). Walks the forward in reverse: cross entropy → lm_head → final LayerNorm →
+/// parameter <!-- clause: gpt_backward.gradients -->, **added** into `grads` (PyTorch's convention: gradients accumulate until
+/// zero_grad). <!-- clause: gpt_backward.accumulates --> Walks the forward in reverse: cross entropy → lm_head → final LayerNorm →
 /// blocks L-1 … 0 (through both residual branches, RoPE's rotation undone on dq and dk) →
 /// position and token embeddings.
 /// @param params the model used by the forward
 /// @param config its shape
 /// @param cache what gpt_forward stored
 /// @param grads accumulated; shaped like params (see zeros_like)
-/// @throws ShapeError if the config or a shape of params or grads does not match, or a tensor
-///         of the cache does not have the shape gpt_forward gave it for cache.batch and
-///         cache.seq_len (all checked before anything is read)
-/// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits)
+/// @throws ShapeError if the config or a shape of params or grads does not match (the message
+///         names the tensor, e.g. `lm_head`, and its shape) <!-- clause: gpt_backward.param-shapes -->
+/// @throws ShapeError if a tensor of the cache does not have the shape gpt_forward gave it for
+///         cache.batch and cache.seq_len (the message names the cache's tensor, e.g. `att`; all
+///         checked before anything is read or written) <!-- clause: gpt_backward.cache-shapes -->
+/// @throws ValueError if the cache holds no loss (it is empty, or came from gpt_logits) <!-- clause: gpt_backward.no-loss -->
 void gpt_backward(const GptParams<float>& params, const GptConfig& config,
                   const GptCache<float>& cache, GptParams<float>& grads);
 
 /// Sets every gradient to 0: the `optimizer.zero_grad()` that starts each step of §21.7.
-/// @param grads every tensor of it is filled with 0
+/// @param grads every tensor of it is filled with 0 <!-- clause: zero_grad.every-tensor -->
 template <class Real>
 void zero_grad(GptParams<Real>& grads);
 

@@ -52,23 +52,27 @@ inline namespace WB_IMPL {
 ///   m̂ = m / (1 − β1ᵗ),  v̂ = v / (1 − β2ᵗ)          bias correction (m, v start at 0)
 ///   p ← p − lr · m̂ / (sqrt(v̂) + eps)
 /// ```
+/// <!-- clause: adamw_step.update -->
 /// Weight decay is applied to **every** parameter, biases and LayerNorm gains included, as
 /// torch does when given `model.parameters()` (nanoGPT excludes 1-D tensors with parameter
-/// groups; this workbook keeps the default). Adding `wd·p` to the gradient instead is Adam
+/// groups; this workbook keeps the default). <!-- clause: adamw_step.decay-every-tensor --> Adding `wd·p` to the gradient instead is Adam
 /// with L2 regularisation, a different optimizer.
 ///
 /// On the first call (`state.step == 0` and `state.m` empty) m and v are created as zeros,
-/// one `[size]` vector per tensor of parameters(); then state.step is incremented.
+/// one `[size]` vector per tensor of parameters() <!-- clause: adamw_step.state-created -->; then state.step is incremented
+/// (by one per call, from whatever value it held). <!-- clause: adamw_step.step-counted -->
 /// @param params updated in place
 /// @param grads the gradients, shaped like params
 /// @param state the moments and the step count, updated
 /// @param config the hyper-parameters
 /// @throws ValueError if lr <= 0, beta1 or beta2 is outside [0, 1), eps <= 0 or
 ///         weight_decay < 0, or lr, eps or weight_decay is infinite or NaN (the message names
-///         the field and its value); or if state.step is negative or 2^63 − 1 (one more step
-///         would overflow); all checked before anything is changed
-/// @throws ShapeError if grads' tensors differ in number or size from params', or a non-empty
-///         state does not match them (e.g. a state restored for another model)
+///         the field and its value) <!-- clause: adamw_step.bad-config -->; or if state.step is negative or 2^63 − 1 (one more step
+///         would overflow; the message names state.step and its value) <!-- clause: adamw_step.bad-step -->; all checked before anything is changed
+///         (params, state.step, state.m and state.v are left as they were) <!-- clause: adamw_step.checked-first -->
+/// @throws ShapeError if grads' tensors differ in number or size from params' (the message names the
+///         tensor, e.g. `blocks.1.b_q`), or a non-empty state does not match them (e.g. a state restored for another
+///         model; the message names the state) <!-- clause: adamw_step.shape-mismatch -->
 template <class Real>
 void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWState<Real>& state,
                 const AdamWConfig& config);

@@ -31,18 +31,30 @@ inline namespace WB_IMPL {
 ///
 ///   out[b, h] = softmax(q[b, h] · k[b, h / G]ᵀ / sqrt(d)) · v[b, h / G]      [T, d]
 /// ```
+/// Query head h reads K/V head `h / G` (consecutive groups, not `h % H_kv`), the scores are
+/// scaled by 1 / sqrt(d) and the softmax is shifted by its maximum (large scores stay
+/// finite). <!-- clause: gqa_attention.grouped-heads -->
 /// With `causal`, the T queries are the **last** T of the M positions (what decode with a
 /// cache needs: M - T positions of history, then the T new tokens), so query t may see the
-/// keys `j <= t + (M - T)`; later keys get weight exactly 0. With T == M this is the usual
-/// causal mask `j <= t`. Without `causal`, every query sees every key.
+/// keys `j <= t + (M - T)`; later keys get weight exactly 0.
+/// <!-- clause: gqa_attention.causal-with-history -->
+/// With T == M this is the usual causal mask `j <= t`. Without `causal`, every query sees every
+/// key, also when
+/// T > M. <!-- clause: gqa_attention.no-mask -->
 /// @param q `[B, H, T, d]` queries, H query heads
 /// @param k `[B, H_kv, M, d]` keys, H_kv heads, H_kv divides H
 /// @param v `[B, H_kv, M, d]` values, the same shape as k
 /// @param causal hide the keys after each query's own position (requires T <= M)
-/// @return `[B, H, T, d]`: for each query head, the weighted average of its group's values
-/// @throws ShapeError if any axis of q, k or v is 0, k and v differ in shape, q and k differ
-///         in B or in d, H_kv does not divide H, or causal with T > M (the message names
-///         "wb::gqa_attention", the shapes and what was expected)
+/// @return `[B, H, T, d]`: for each query head, the weighted average of its group's
+///         values <!-- clause: gqa_attention.output-shape -->
+/// @throws ShapeError if any axis of q, k or v is 0 (the message names "wb::gqa_attention"
+///         and the shapes) <!-- clause: gqa_attention.empty-axis -->
+/// @throws ShapeError if k and v differ in shape, or q and k differ in B or in d (the message
+///         names "wb::gqa_attention" and the shapes) <!-- clause: gqa_attention.shape-mismatch -->
+/// @throws ShapeError if H_kv does not divide H (the message names "wb::gqa_attention" and
+///         the shapes) <!-- clause: gqa_attention.heads-not-grouped -->
+/// @throws ShapeError if causal with T > M (the message names "wb::gqa_attention" and the
+///         shapes) <!-- clause: gqa_attention.causal-too-few-keys -->
 Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const Heads<float>& v,
                            bool causal);
 
@@ -55,10 +67,11 @@ Heads<float> gqa_attention(const Heads<float>& q, const Heads<float>& k, const H
 /// @param config the model's shape (L, T_max, D, H are used)
 /// @param H_kv number of K/V heads, a divisor of config.H
 /// @param B number of sequences
-/// @return `2·L·B·T_max·H_kv·(D / H)`
-/// @throws ValueError if config.H is 0 or does not divide config.D (the message names D and H),
-///         or H_kv is 0 or does not divide H (the message names "wb::gqa_cache_elements", H_kv
-///         and H)
+/// @return `2·L·B·T_max·H_kv·(D / H)` <!-- clause: gqa_cache_elements.formula -->
+/// @throws ValueError if config.H is 0 or does not divide config.D (the message names
+///         "wb::gqa_cache_elements", D and H) <!-- clause: gqa_cache_elements.bad-h -->
+/// @throws ValueError if H_kv is 0 or does not divide H (the message names
+///         "wb::gqa_cache_elements", H_kv and H) <!-- clause: gqa_cache_elements.bad-h-kv -->
 std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::size_t B);
 
 /// @}

@@ -62,14 +62,21 @@ inline namespace WB_IMPL {
 /// @{
 
 /// An empty cache for B sequences: L layers of K and V, each `[B, H, T_max, d]` of zeros,
-/// length 0. This is the only allocation of the cache: prefill and decode_step write into it.
+/// length 0. <!-- clause: make_kv_cache.zeroed -->
+/// This is the only allocation of the cache: prefill and decode_step write into it.
 /// @param config the model's shape (V, T_max, D, H, L)
 /// @param B number of sequences decoded side by side
-/// @return the cache, `k.size() == v.size() == L`
-/// @throws ShapeError if B == 0 (the message names "wb::make_kv_cache" and B), or the config
-///         is invalid: a zero in V, T_max, D, H, L or H not dividing D (the message names it),
-///         or with RoPE an odd head width d (the message says it must be even), or the cache
-///         would hold more than 2^48 elements (see kv_cache_elements)
+/// @return the cache, `k.size() == v.size() == L`, each tensor `[B, H, T_max, D / H]`
+///         <!-- clause: make_kv_cache.layout -->
+/// @throws ShapeError if B == 0 (the message names "wb::make_kv_cache" and B)
+///         <!-- clause: make_kv_cache.zero-batch -->
+/// @throws ShapeError if the config is invalid: a zero in V, T_max, D, H, L or H not dividing
+///         D (the message names it) <!-- clause: make_kv_cache.invalid-config -->
+/// @throws ShapeError with RoPE if the head width d is odd (the message says it must be
+///         even) <!-- clause: make_kv_cache.rope-odd-width -->
+/// @throws ShapeError if the cache would hold more than 2^48 elements (see
+///         kv_cache_elements), before anything is allocated
+///         <!-- clause: make_kv_cache.too-large -->
 KvCache make_kv_cache(const GptConfig& config, std::size_t B);
 
 /// The number of floats in a full cache (§16): K and V, in each of L layers, for B sequences
@@ -79,16 +86,19 @@ KvCache make_kv_cache(const GptConfig& config, std::size_t B);
 /// ```
 /// @param config the model's shape
 /// @param B number of sequences
-/// @return `2·L·B·T_max·D` (a zero anywhere gives 0)
+/// @return `2·L·B·T_max·D` (a zero anywhere gives 0) <!-- clause: kv_cache_elements.formula -->
 /// @throws ShapeError if the product is more than 2^48 elements (wb::checked_size: it never
-///         wraps around to a small number)
+///         wraps around to a small number; the message names "wb::kv_cache_elements")
+///         <!-- clause: kv_cache_elements.too-large -->
 std::size_t kv_cache_elements(const GptConfig& config, std::size_t B);
 
 /// The memory of a full float cache: kv_cache_elements() · sizeof(float) bytes.
 /// @param config the model's shape
 /// @param B number of sequences
-/// @return bytes, `2·L·B·T_max·D·4`
-/// @throws ShapeError as kv_cache_elements
+/// @return bytes, `2·L·B·T_max·D·4` <!-- clause: kv_cache_bytes.formula -->
+/// @throws ShapeError as kv_cache_elements, and also when the byte count itself is more than
+///         2^48 (wb::checked_size of elements × 4; the message names "wb::kv_cache_elements" or
+///         "wb::kv_cache_bytes") <!-- clause: kv_cache_bytes.too-large -->
 std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 
 /// Prefill (§16): runs the whole prompt through the model in one pass, exactly chapter 8's
@@ -106,19 +116,41 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 ///   logits = next_token_logits(layer_norm(last_token_keep(x), ln_f), {lm_head, no bias})
 /// ```
 /// Only the last position of each sequence predicts the next token, so only it goes through
-/// the final LayerNorm and lm_head (`[B, 1, D]` → `[B, V]`). Afterwards `cache.length == T`;
-/// positions `[T, T_max)` stay zero.
+/// the final LayerNorm and lm_head (`[B, 1, D]` → `[B, V]`).
+/// Every layer l keeps its own keys and values: `cache.k[l](b, h, t, :)` is layer l's key of
+/// prompt token t (rotated at position t with RoPE), `cache.v[l]` its value, never
+/// rotated. <!-- clause: prefill.fills-cache -->
+/// Afterwards `cache.length == T`. <!-- clause: prefill.sets-length -->
+/// Positions `[T, T_max)` stay zero. <!-- clause: prefill.rest-untouched -->
+/// Every check comes before anything is written: a call that throws leaves the cache as it
+/// was, its length and every K and V. <!-- clause: prefill.unchanged-on-error -->
 /// @param params the model (chapter 8's layout; wpe `[T_max, D]`, or `[0, D]` with RoPE)
 /// @param config its shape and position kind
-/// @param prompt `[B, T]` token ids in `[0, V)`, 1 <= T <= T_max
+/// @param prompt `[B, T]` token ids in `[0, V)`, 1 <= T <= T_max (T = T_max is
+///        allowed) <!-- clause: prefill.prompt-length -->
 /// @param cache from make_kv_cache(config, B), still empty (length 0)
-/// @return `[B, V]` logits of the token after `prompt[b, T-1]`, row b for sequence b
-/// @throws ShapeError if the config is invalid, params has not L blocks or a tensor of params
-///         (wte, wpe, a block's, lm_head) does not have the config's shape (wpe: `[T_max, D]`
-///         with learned positions, `[0, D]` with RoPE), B == 0 or T == 0, or the cache is not
-///         L layers of `[B, H, T_max, d]` (messages name "wb::prefill" and the shapes)
-/// @throws ValueError if T > T_max (the message names T and T_max), an id is outside
-///         `[0, V)` (names the position and the id), or the cache is not empty (names its length)
+/// @return `[B, V]` logits of the token after `prompt[b, T-1]`, row b for sequence b: row
+///         `b·T + T-1` of chapter 8's gpt_logits on the prompt
+///         <!-- clause: prefill.matches-full-forward -->
+/// @throws ShapeError if the config is invalid (the message names "wb::prefill" and the
+///         config's wrong value) <!-- clause: prefill.invalid-config -->
+/// @throws ShapeError if params has not L blocks or a tensor of params (wte, wpe, a block's,
+///         lm_head) does not have the config's shape (wpe: `[T_max, D]` with learned positions,
+///         `[0, D]` with RoPE) (the message names "wb::prefill", the shape and the expected
+///         one, or the number of blocks and L) <!-- clause: prefill.param-shapes -->
+/// @throws ShapeError if B == 0 or T == 0 (the message names "wb::prefill" and the prompt's
+///         shape) <!-- clause: prefill.empty-prompt -->
+/// @throws ShapeError if the cache is not L layers of `[B, H, T_max, d]` (the message names
+///         "wb::prefill" and the shapes, or the number of layers and L)
+///         <!-- clause: prefill.cache-shape -->
+/// @throws ValueError if T > T_max (the message names T and T_max)
+///         <!-- clause: prefill.too-long -->
+/// @throws ValueError if an id is outside `[0, V)` (the message names the position and the
+///         id) <!-- clause: prefill.bad-id -->
+/// @throws ValueError if the cache is not empty (the message names its length)
+///         <!-- clause: prefill.used-cache -->
+///
+/// Not a promise: which of several errors is reported first.
 Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, const TokenIds& prompt,
                    KvCache& cache);
 
@@ -137,20 +169,38 @@ Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, cons
 ///   ──► logits [B, V];  cache.length = t + 1
 /// ```
 /// The result equals row t of chapter 8's gpt_logits on the whole sequence (§18), for both
-/// position kinds. (The slices `[0, t]` handed to sdpa are copies for its `Tensor4`
-/// arguments, the same number of floats the attention reads anyway; the cache itself is
-/// never reallocated.)
+/// position kinds. <!-- clause: decode_step.matches-full-forward -->
+/// In every layer it writes slot t (K rotated at position t with RoPE, V as it is) and leaves
+/// the history, slots `[0, t)`, exactly as it was. <!-- clause: decode_step.writes-slot-t -->
+/// Afterwards `cache.length == t + 1`. <!-- clause: decode_step.advances-length -->
+/// The cache's tensors are never reallocated: their buffers stay where make_kv_cache put
+/// them. <!-- clause: decode_step.no-reallocation --> Not a promise: the slices `[0, t]`
+/// handed to sdpa may be copies for its `Tensor4` arguments (the same number of floats the
+/// attention reads anyway).
+/// Every check comes before anything is written: a call that throws leaves the cache as it
+/// was, its length and every K and V. <!-- clause: decode_step.unchanged-on-error -->
 /// @param params the model
 /// @param config its shape and position kind
 /// @param tokens B ids, one per sequence, each in `[0, V)`
-/// @param cache the cache of a prefill (or an empty one), `length < T_max`
+/// @param cache the cache of a prefill, or an empty one (length 0: the token is then position
+///        0), `length < T_max` <!-- clause: decode_step.empty-cache -->
 /// @return `[B, V]` logits of the token after `tokens[b]`
-/// @throws ShapeError if the config is invalid, params has not L blocks or a tensor of params
-///         does not have the config's shape, the cache is not L
-///         layers of `[B, H, T_max, d]`, or tokens.size() != B (the message names
-///         "wb::decode_step", the size and B)
-/// @throws ValueError if the cache is full, length == T_max (the message names T_max), or an
-///         id is outside `[0, V)` (names the id)
+/// @throws ShapeError if the config is invalid (the message names "wb::decode_step" and the
+///         config's wrong value) <!-- clause: decode_step.invalid-config -->
+/// @throws ShapeError if params has not L blocks or a tensor of params does not have the
+///         config's shape (the message names "wb::decode_step", the shape and the expected
+///         one, or the number of blocks and L) <!-- clause: decode_step.param-shapes -->
+/// @throws ShapeError if the cache is not L layers of `[B, H, T_max, d]` (the message names
+///         "wb::decode_step" and the wrong shape, or the number of layers and L)
+///         <!-- clause: decode_step.cache-shape -->
+/// @throws ShapeError if tokens.size() != B (the message names "wb::decode_step", the size
+///         and B) <!-- clause: decode_step.token-count -->
+/// @throws ValueError if the cache is full, length == T_max (the message names T_max), with
+///         either position kind <!-- clause: decode_step.full-cache -->
+/// @throws ValueError if an id is outside `[0, V)` (the message names the id)
+///         <!-- clause: decode_step.bad-id -->
+///
+/// Not a promise: which of several errors is reported first.
 Mat<float> decode_step(const GptParams<float>& params, const GptConfig& config,
                        const std::vector<std::int64_t>& tokens, KvCache& cache);
 

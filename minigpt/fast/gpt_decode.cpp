@@ -39,6 +39,7 @@
 #include "minigpt/fast/rope_tables.hpp"
 #include "workbook/core.hpp"
 #include "workbook/fast_math.hpp"
+#include "workbook/simd.hpp"
 
 // -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
 // SIMD selects (nothing here reads the floating-point exception flags).
@@ -46,14 +47,8 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-// The hot loops, compiled for AVX-512, AVX2 + FMA and the default target; the loader picks the
-// widest the processor has.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WB_DECODE_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define WB_DECODE_CLONES
-#endif
+// The hot loops are compiled for AVX-512, AVX2 + FMA and the default target, and the widest
+// the processor has (capped by WB_SIMD) runs: WB_SIMD_DISPATCH (workbook/simd.hpp).
 #define WB_DECODE_INLINE inline __attribute__((always_inline))
 
 namespace wb::minigpt {
@@ -166,8 +161,8 @@ Buffer copy_of(std::initializer_list<const Vec<float>*> parts) {
 // y[16p + l] = Σ_i W[16p + l][i] · x[i] for the panels [p0, p1) of a matrix packed by pack()
 // with `groups` whole groups, the sum in input order. p0 and p1 are group boundaries inside
 // the grouped part.
-WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t groups,
-                                     std::size_t p0, std::size_t p1, const float* x, float* y) {
+WB_SIMD_BODY void panel_products_body(const float* w, std::size_t in, std::size_t groups,
+                                      std::size_t p0, std::size_t p1, const float* x, float* y) {
     std::size_t p = p0;
     for (; p + kGroup <= std::min(p1, groups * kGroup); p += kGroup) {
         const float* base = w + p * in * kLanes;  // group p / 8: [in][8][16]
@@ -209,6 +204,10 @@ WB_DECODE_CLONES void panel_products(const float* w, std::size_t in, std::size_t
         *reinterpret_cast<Lanes*>(y + p * kLanes) = a0;
     }
 }
+WB_SIMD_DISPATCH(void, panel_products,
+                 (const float* w, std::size_t in, std::size_t groups, std::size_t p0,
+                  std::size_t p1, const float* x, float* y),
+                 (w, in, groups, p0, p1, x, y))
 
 // y[r] = GELU(y[r] + b[r]) for r in [r0, r1): the trainer's own GELU (workbook/fast_math.hpp),
 // so a model decodes with the numbers it was trained with.
@@ -217,8 +216,8 @@ void bias_gelu(float* y, const float* b, std::size_t r0, std::size_t r1) {
 }
 
 // LayerNorm of one row of D: y = (x − mean) · rstd · g + b, variance with correction 0.
-WB_DECODE_CLONES void layer_norm(const float* x, const float* g, const float* b, std::size_t D,
-                                 float eps, float* y) {
+WB_SIMD_BODY void layer_norm_body(const float* x, const float* g, const float* b, std::size_t D,
+                                  float eps, float* y) {
     float sum = 0.0f;
     for (std::size_t j = 0; j < D; ++j) sum += x[j];
     const float mean = sum / static_cast<float>(D);
@@ -229,11 +228,15 @@ WB_DECODE_CLONES void layer_norm(const float* x, const float* g, const float* b,
 #pragma omp simd
     for (std::size_t j = 0; j < D; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
 }
+WB_SIMD_DISPATCH(void, layer_norm,
+                 (const float* x, const float* g, const float* b, std::size_t D, float eps,
+                  float* y),
+                 (x, g, b, D, eps, y))
 
 // One head's attention for the query at position n − 1: s = q·k_j · scale for j < n (keys
 // transposed: kt[e][j], row stride tp), softmax, out = Σ_j p_j v_j (values [j][e], width d).
-WB_DECODE_CLONES void attend(const float* q, const float* kt, const float* v, std::size_t n,
-                             std::size_t d, std::size_t tp, float scale, float* s, float* out) {
+WB_SIMD_BODY void attend_body(const float* q, const float* kt, const float* v, std::size_t n,
+                              std::size_t d, std::size_t tp, float scale, float* s, float* out) {
     const std::size_t chunks = (n + kLanes - 1) / kLanes;
     std::size_t c = 0;
     for (; c + 4 <= chunks; c += 4) {
@@ -277,6 +280,10 @@ WB_DECODE_CLONES void attend(const float* q, const float* kt, const float* v, st
         for (std::size_t e = 0; e < d; ++e) out[e] += a * vi[e];
     }
 }
+WB_SIMD_DISPATCH(void, attend,
+                 (const float* q, const float* kt, const float* v, std::size_t n, std::size_t d,
+                  std::size_t tp, float scale, float* s, float* out),
+                 (q, kt, v, n, d, tp, scale, s, out))
 
 // The rows [r0, r1) of a thread's share of `count` items split evenly among `nth` threads.
 std::pair<std::size_t, std::size_t> share(std::size_t count, int tid, int nth) {

@@ -227,6 +227,7 @@ std::vector<std::string> bpe_vocab(const std::vector<BpeMerge>& merges) {
 }
 
 std::string bpe_decode(const std::vector<std::int64_t>& ids, const std::vector<BpeMerge>& merges) {
+    check_merges("wb::bpe_decode", merges);  // under this function's name, not bpe_vocab's
     const std::vector<std::string> vocab = bpe_vocab(merges);
     const auto V = static_cast<std::int64_t>(vocab.size());
     std::string out;

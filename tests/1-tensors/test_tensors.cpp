@@ -51,7 +51,7 @@ const float kInf = std::numeric_limits<float>::infinity();
 // ---- indexing (§21.2) ------------------------------------------------------------------------
 
 TEST_CASE("last_token is x[:, -1, :] and drops the T axis, randn(2, 4, 8) -> [B, D]",
-          "[indexing]") {
+          "[indexing][c:last_token.values]") {
     // §21.1–21.2: x = torch.randn(2, 4, 8): 3 axes, 64 numbers, x.size(-1) = 8,
     // x[0] is [4, 8], x[0, 0] is [8] (plain xtensor facts, stated here as the notes state them).
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
@@ -73,7 +73,8 @@ TEST_CASE("last_token is x[:, -1, :] and drops the T axis, randn(2, 4, 8) -> [B,
                    "the last token is index T - 1 of axis 1 (not axis 0, not index 0)");
 }
 
-TEST_CASE("last_token_keep is x[:, -1:, :] and keeps the T axis, [B, 1, D]", "[indexing]") {
+TEST_CASE("last_token_keep is x[:, -1:, :] and keeps the T axis, [B, 1, D]",
+          "[indexing][c:last_token_keep.values]") {
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
     WB_CHECK_SHAPE(wb::last_token_keep(x), (wb::Shape{2, 1, 8}),
                    "x[:, -1:, :] has shape [B, 1, D]: a slice keeps the axis, with size 1");
@@ -93,7 +94,7 @@ TEST_CASE("last_token_keep is x[:, -1:, :] and keeps the T axis, [B, 1, D]", "[i
 }
 
 TEST_CASE("drop_last_token is x[:, :-1, :] and drops only the last token, [B, T - 1, D]",
-          "[indexing]") {
+          "[indexing][c:drop_last_token.values]") {
     auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 42);
     WB_CHECK_SHAPE(wb::drop_last_token(x), (wb::Shape{2, 3, 8}),
                    "x[:, :-1, :] keeps tokens 0 .. T-2: shape [B, T - 1, D]");
@@ -111,7 +112,9 @@ TEST_CASE("drop_last_token is x[:, :-1, :] and drops only the last token, [B, T 
                    "with T = 1 nothing is left: shape [B, 0, D]");
 }
 
-TEST_CASE("indexing functions reject a sequence with no tokens (T == 0)", "[indexing][errors]") {
+TEST_CASE("indexing functions reject a sequence with no tokens (T == 0)",
+          "[indexing][errors][c:last_token.no-tokens][c:last_token_keep.no-tokens]"
+          "[c:drop_last_token.no-tokens]") {
     const wb::Tensor3 empty = wb::Tensor3::from_shape({2, 0, 8});
     WB_CHECK_THROWS(wb::ShapeError, wb::last_token(empty),
                     "x[:, -1, :] needs T >= 1; name the function and the shape received",
@@ -126,7 +129,8 @@ TEST_CASE("indexing functions reject a sequence with no tokens (T == 0)", "[inde
 
 // ---- heads (§21.3, §11, §18) -------------------------------------------------------------------
 
-TEST_CASE("split_heads of a small arange input gives hard-coded heads", "[heads]") {
+TEST_CASE("split_heads of a small arange input gives hard-coded heads",
+          "[heads][c:split_heads.layout]") {
     // torch.arange(24.).reshape(1, 3, 8).reshape(1, 3, 2, 4).transpose(1, 2)
     const auto x = arange_as<wb::Tensor3>({1, 3, 8});
     const wb::Tensor4 expected = {{{{0, 1, 2, 3}, {8, 9, 10, 11}, {16, 17, 18, 19}},
@@ -148,7 +152,7 @@ TEST_CASE("split_heads of a small arange input gives hard-coded heads", "[heads]
 }
 
 TEST_CASE("split_heads equals per-head slicing of the projections (B=2, T=4, D=8, H=2)",
-          "[heads]") {
+          "[heads][c:split_heads.layout]") {
     // §21.3: q = nn.Linear(D, D, bias=False)(x); q.reshape(B, T, H, d).transpose(1, 2).
     const std::size_t B = 2, T = 4, D = 8, H = 2, d = D / H;
     const auto x = wbtest::randn<wb::Tensor3>({B, T, D}, 42);
@@ -176,7 +180,8 @@ TEST_CASE("split_heads equals per-head slicing of the projections (B=2, T=4, D=8
                    "then transpose(1, 2); a reshape straight to [B, H, T, d] mixes tokens");
 }
 
-TEST_CASE("merge_heads inverts split_heads and has hard-coded values", "[heads]") {
+TEST_CASE("merge_heads inverts split_heads and has hard-coded values",
+          "[heads][c:merge_heads.layout]") {
     // torch.tensor([[[[0., 1], [2, 3]], [[4, 5], [6, 7]]]]).transpose(1, 2).reshape(1, 2, 4)
     const auto heads = arange_as<wb::Tensor4>({1, 2, 2, 2});  // [B=1, H=2, T=2, d=2]
     const wb::Tensor3 expected = {{{0, 1, 4, 5}, {2, 3, 6, 7}}};
@@ -195,7 +200,8 @@ TEST_CASE("merge_heads inverts split_heads and has hard-coded values", "[heads]"
     }
 }
 
-TEST_CASE("split_heads rejects H that does not divide D, and H == 0", "[heads][errors]") {
+TEST_CASE("split_heads rejects H that does not divide D, and H == 0",
+          "[heads][errors][c:split_heads.indivisible]") {
     const auto x = wbtest::randn<wb::Tensor3>({2, 4, 8}, 1);
     WB_CHECK_THROWS(wb::ShapeError, wb::split_heads(x, 3),
                     "D % H != 0 must be refused with D and H in the message", "wb::split_heads",
@@ -205,7 +211,8 @@ TEST_CASE("split_heads rejects H that does not divide D, and H == 0", "[heads][e
                     "H = 0");
 }
 
-TEST_CASE("transpose_last2 swaps only the last two axes (K.transpose(-2, -1))", "[heads]") {
+TEST_CASE("transpose_last2 swaps only the last two axes (K.transpose(-2, -1))",
+          "[heads][c:transpose_last2.layout]") {
     const auto k = wbtest::randn<wb::Tensor4>({2, 3, 4, 5}, 9);
     WB_CHECK_SHAPE(wb::transpose_last2(k), (wb::Shape{2, 3, 5, 4}),
                    "[B, H, T, d] -> [B, H, d, T]: swap only T and d (xt::transpose without a "
@@ -220,7 +227,8 @@ TEST_CASE("transpose_last2 swaps only the last two axes (K.transpose(-2, -1))", 
 
 // ---- products (§21.4) ------------------------------------------------------------------------
 
-TEST_CASE("dot is the sum of element-wise products, (q * k).sum()", "[products]") {
+TEST_CASE("dot is the sum of element-wise products, (q * k).sum()",
+          "[products][c:dot.value][c:dot.length-mismatch]") {
     const wb::Tensor1 q = {1, 2, 3};
     const wb::Tensor1 k = {4, 5, 6};
     const float got = wb::dot(q, k);
@@ -238,7 +246,7 @@ TEST_CASE("dot is the sum of element-wise products, (q * k).sum()", "[products]"
 }
 
 TEST_CASE("matmul multiplies the last two axes per (batch, head), hand-computed values",
-          "[products]") {
+          "[products][c:matmul.product]") {
     // [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]] (by hand).
     const wb::Tensor4 a = {{{{1, 2}, {3, 4}}}};
     const wb::Tensor4 b = {{{{5, 6}, {7, 8}}}};
@@ -261,7 +269,8 @@ TEST_CASE("matmul multiplies the last two axes per (batch, head), hand-computed 
                    "B and H are batch axes: out[b, h] = a[b, h] . b[b, h] for every pair (b, h)");
 }
 
-TEST_CASE("matmul equals per-element dot products and builds Q K^T scores", "[products]") {
+TEST_CASE("matmul equals per-element dot products and builds Q K^T scores",
+          "[products][c:matmul.product]") {
     // §21.4: scores = q @ k.transpose(-2, -1): scores[b, h, i, j] = q[b, h, i, :] . k[b, h, j, :]
     const std::size_t B = 2, H = 3, T = 4, d = 5;
     const auto q = wbtest::randn<wb::Tensor4>({B, H, T, d}, 11);
@@ -283,7 +292,7 @@ TEST_CASE("matmul equals per-element dot products and builds Q K^T scores", "[pr
                    "(batch, head)");
 }
 
-TEST_CASE("matmul rejects mismatched B, H or K", "[products][errors]") {
+TEST_CASE("matmul rejects mismatched B, H or K", "[products][errors][c:matmul.shape-mismatch]") {
     const auto a = wbtest::randn<wb::Tensor4>({2, 3, 4, 5}, 1);
     const auto bad_k = wbtest::randn<wb::Tensor4>({2, 3, 4, 6}, 2);
     const auto bad_b = wbtest::randn<wb::Tensor4>({1, 3, 5, 6}, 3);
@@ -299,7 +308,7 @@ TEST_CASE("matmul rejects mismatched B, H or K", "[products][errors]") {
 
 // ---- softmax (§21.4) -------------------------------------------------------------------------
 
-TEST_CASE("softmax of one row matches hand-computed values", "[softmax]") {
+TEST_CASE("softmax of one row matches hand-computed values", "[softmax][c:softmax.last-axis]") {
     // torch.softmax(torch.tensor([[1., 2., 3.]]), -1)
     const wb::Array x = {{1.0f, 2.0f, 3.0f}};
     const wb::Array expected = {{0.0900306f, 0.2447285f, 0.6652410f}};
@@ -313,7 +322,7 @@ TEST_CASE("softmax of one row matches hand-computed values", "[softmax]") {
 }
 
 TEST_CASE("softmax of a 3x4 matrix is right in every row, not just summing to 1 (keep_dims trap)",
-          "[softmax]") {
+          "[softmax][c:softmax.last-axis]") {
     // Every row is [a, a+1, a+2, a+3], so every row has the same softmax:
     // torch.softmax(torch.tensor([1., 2., 3., 4.]), -1) = [0.0320586, 0.0871443, 0.2368828, 0.6439143]
     const wb::Array s = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}};
@@ -338,7 +347,8 @@ TEST_CASE("softmax of a 3x4 matrix is right in every row, not just summing to 1 
         "the max (and the sum) in an Array before broadcasting (README: the keep_dims trap)");
 }
 
-TEST_CASE("softmax survives logits of +-1000 (stable, exact values)", "[softmax]") {
+TEST_CASE("softmax survives logits of +-1000 (stable, exact values)",
+          "[softmax][c:softmax.stable]") {
     // torch.softmax(torch.tensor([[1000., 0, -1000], [1000, 1000, -1000], [-1000, -999, -1000]]), -1)
     const wb::Array x = {{1000, 0, -1000}, {1000, 1000, -1000}, {-1000, -999, -1000}};
     const wb::Array expected = {{1, 0, 0}, {0.5f, 0.5f, 0}, {0.2119416f, 0.5761169f, 0.2119416f}};
@@ -353,7 +363,8 @@ TEST_CASE("softmax survives logits of +-1000 (stable, exact values)", "[softmax]
                    "subtract each row's maximum before exp: softmax(x) = softmax(x - max(x))");
 }
 
-TEST_CASE("softmax works on rank-4 scores [B, H, T, T] along the last axis", "[softmax]") {
+TEST_CASE("softmax works on rank-4 scores [B, H, T, T] along the last axis",
+          "[softmax][c:softmax.last-axis]") {
     // torch.softmax(x, -1) for x of shape [2, 1, 2, 3] (values below).
     const wb::Array x = {{{{0.5f, -1.5f, 2.0f}, {1.0f, 1.0f, 1.0f}}},
                          {{{-3.0f, 0.0f, 3.0f}, {10.0f, -10.0f, 0.0f}}}};
@@ -368,7 +379,8 @@ TEST_CASE("softmax works on rank-4 scores [B, H, T, T] along the last axis", "[s
                    "dim=-1, not along axis 0 or 1");
 }
 
-TEST_CASE("softmax rejects a rank-0 input and an empty last axis", "[softmax][errors]") {
+TEST_CASE("softmax rejects a rank-0 input and an empty last axis",
+          "[softmax][errors][c:softmax.no-last-axis]") {
     const wb::Array scalar = 3.0f;
     WB_CHECK_THROWS(wb::ShapeError, wb::softmax(scalar), "a scalar has no last axis to normalise",
                     "wb::softmax", "[]");
@@ -379,7 +391,8 @@ TEST_CASE("softmax rejects a rank-0 input and an empty last axis", "[softmax][er
 
 // ---- reductions (§21.4) ----------------------------------------------------------------------
 
-TEST_CASE("mean with and without keepdims, shapes and values", "[reductions]") {
+TEST_CASE("mean with and without keepdims, shapes and values",
+          "[reductions][c:mean.values][c:mean.negative-axis]") {
     // m = torch.tensor([[1., 2, 3], [4, 5, 7]])
     const wb::Array m = {{1, 2, 3}, {4, 5, 7}};
     // m.mean(-1) = [2, 5.3333335]; m.mean(-1, keepdim=True) = [[2], [5.3333335]]; m.mean(0) =
@@ -406,7 +419,8 @@ TEST_CASE("mean with and without keepdims, shapes and values", "[reductions]") {
                    "without keepdim the reduced axis disappears: [B, H, T]");
 }
 
-TEST_CASE("mean rejects an axis out of range and an empty axis", "[reductions][errors]") {
+TEST_CASE("mean rejects an axis out of range and an empty axis",
+          "[reductions][errors][c:mean.axis-range][c:mean.empty-axis]") {
     const wb::Array m = {{1, 2, 3}, {4, 5, 6}};
     WB_CHECK_THROWS(wb::ShapeError, wb::mean(m, 2, false),
                     "a [2, 3] tensor has axes 0, 1 (or -2, -1)", "wb::mean", "axis 2", "[2, 3]");
@@ -418,7 +432,7 @@ TEST_CASE("mean rejects an axis out of range and an empty axis", "[reductions][e
 }
 
 TEST_CASE("var with correction 0 (LayerNorm) and correction 1 (torch.var default)",
-          "[reductions]") {
+          "[reductions][c:var.values][c:var.shape][c:var.negative-axis]") {
     // torch.var(torch.tensor([1., 2, 3, 4]), 0, unbiased=False) = 1.25; unbiased=True = 1.6666666
     const wb::Array v = {1, 2, 3, 4};
     const wb::Array pop = wb::var(v, 0, 0, false);
@@ -456,7 +470,8 @@ TEST_CASE("var with correction 0 (LayerNorm) and correction 1 (torch.var default
                    std::string("per-row sample variance, shape [2]") + trap);
 }
 
-TEST_CASE("var rejects an axis out of range and n - correction <= 0", "[reductions][errors]") {
+TEST_CASE("var rejects an axis out of range and n - correction <= 0",
+          "[reductions][errors][c:var.axis-range][c:var.too-few-values]") {
     const wb::Array m = {{1, 2, 3}, {4, 5, 6}};
     WB_CHECK_THROWS(wb::ShapeError, wb::var(m, 2, 0, false),
                     "a [2, 3] tensor has axes 0, 1 (or -2, -1)", "wb::var", "axis 2", "[2, 3]");
@@ -472,7 +487,8 @@ TEST_CASE("var rejects an axis out of range and n - correction <= 0", "[reductio
 
 // ---- joining (§21.5) -------------------------------------------------------------------------
 
-TEST_CASE("cat joins along an existing axis, stack along a new one", "[joining]") {
+TEST_CASE("cat joins along an existing axis, stack along a new one",
+          "[joining][c:cat.values][c:stack.values]") {
     const wb::Array a = {{1, 2, 3}, {4, 5, 6}};
     const wb::Array b = {{7, 8, 9}, {10, 11, 12}};
 
@@ -508,7 +524,8 @@ TEST_CASE("cat joins along an existing axis, stack along a new one", "[joining]"
                    "position rank, since the result has one more axis");
 }
 
-TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes", "[joining][errors]") {
+TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes",
+          "[joining][errors][c:cat.errors][c:stack.errors]") {
     const wb::Array a = {{1, 2, 3}, {4, 5, 6}};
     const wb::Array wide = wb::Array::from_shape({2, 4});
     const wb::Array flat = {1, 2, 3};
@@ -538,7 +555,8 @@ TEST_CASE("cat and stack reject empty lists, mismatched shapes and bad axes", "[
 
 // ---- comparing (§21.8) -----------------------------------------------------------------------
 
-TEST_CASE("max_abs_diff reports the largest difference and propagates NaN", "[comparing]") {
+TEST_CASE("max_abs_diff reports the largest difference and propagates NaN",
+          "[comparing][c:max_abs_diff.value][c:max_abs_diff.nan]") {
     const wb::Array a = {{1.0f, 2.0f}, {3.0f, 4.0f}};
     const wb::Array b = {{1.5f, 2.0f}, {3.0f, 1.0f}};
     const float got = wb::max_abs_diff(a, b);
@@ -559,7 +577,8 @@ TEST_CASE("max_abs_diff reports the largest difference and propagates NaN", "[co
     CHECK(std::isnan(nan_diff));
 }
 
-TEST_CASE("allclose uses atol + rtol*|b| and never calls NaN close", "[comparing]") {
+TEST_CASE("allclose uses atol + rtol*|b| and never calls NaN close",
+          "[comparing][c:allclose.rule][c:allclose.nan-inf]") {
     // Each expected answer is torch.allclose on the same float32 tensors.
     struct Case {
         wb::Array a, b;
@@ -622,11 +641,164 @@ TEST_CASE("allclose uses atol + rtol*|b| and never calls NaN close", "[comparing
     CHECK_FALSE(wb::allclose(x, z));
 }
 
-TEST_CASE("max_abs_diff and allclose reject mismatched shapes", "[comparing][errors]") {
+TEST_CASE("max_abs_diff and allclose reject mismatched shapes",
+          "[comparing][errors][c:max_abs_diff.shape-mismatch][c:allclose.shape-mismatch]") {
     const wb::Array a = wb::Array::from_shape({2, 3});
     const wb::Array b = wb::Array::from_shape({3, 2});
     WB_CHECK_THROWS(wb::ShapeError, wb::max_abs_diff(a, b), "compare tensors of the same shape",
                     "wb::max_abs_diff", "[2, 3]", "[3, 2]");
     WB_CHECK_THROWS(wb::ShapeError, wb::allclose(a, b), "compare tensors of the same shape",
                     "wb::allclose", "[2, 3]", "[3, 2]");
+}
+
+TEST_CASE("matmul's output does not depend on what its memory held before",
+          "[products][c:matmul.product]") {
+    // A buffer of the output's size is filled with NaN and freed just before each call: an
+    // allocator hands the same memory back, so a result accumulated into a buffer that was
+    // never zeroed shows the NaN. K = 0 (an empty sum) must give exact zeros as well.
+    for (const std::size_t K : {std::size_t(3), std::size_t(0)}) {
+        const auto a = wbtest::randn<wb::Tensor4>({2, 1, 3, K}, 71);
+        const auto b = wbtest::randn<wb::Tensor4>({2, 1, K, 4}, 72);
+        wb::Tensor4 expected = wb::Tensor4::from_shape({2, 1, 3, 4});
+        for (std::size_t x = 0; x < 2; ++x)
+            for (std::size_t i = 0; i < 3; ++i)
+                for (std::size_t j = 0; j < 4; ++j) {
+                    double s = 0.0;
+                    for (std::size_t p = 0; p < K; ++p) s += double(a(x, 0, i, p)) * b(x, 0, p, j);
+                    expected(x, 0, i, j) = static_cast<float>(s);
+                }
+        {
+            wb::Tensor4 poison = wb::Tensor4::from_shape({2, 1, 3, 4});
+            poison.fill(kNaN);
+        }
+        const wb::Tensor4 got = wb::matmul(a, b);
+        INFO("K = " << K);
+        WB_CHECK_CLOSE(got, expected, 1e-5,
+                       "every output entry is assigned its sum (start from zeros, or assign "
+                       "rather than +=): the memory of a fresh tensor may hold anything");
+    }
+}
+
+TEST_CASE("cat joins three inputs of different sizes along a middle axis, stack along any axis",
+          "[joining][c:cat.values][c:stack.values]") {
+    // [2, 1, 2] + [2, 3, 2] + [2, 2, 2] along axis 1 (and -2) -> [2, 6, 2]; expected built
+    // here index by index: out[o, offset_i + j, k] = xs[i][o, j, k].
+    const std::vector<wb::Array> xs = {wbtest::randn<wb::Array>({2, 1, 2}, 81),
+                                       wbtest::randn<wb::Array>({2, 3, 2}, 82),
+                                       wbtest::randn<wb::Array>({2, 2, 2}, 83)};
+    wb::Array expected = wb::Array::from_shape({2, 6, 2});
+    std::size_t offset = 0;
+    for (const wb::Array& x : xs) {
+        for (std::size_t o = 0; o < 2; ++o)
+            for (std::size_t j = 0; j < x.shape(1); ++j)
+                for (std::size_t k = 0; k < 2; ++k) expected(o, offset + j, k) = x(o, j, k);
+        offset += x.shape(1);
+    }
+    WB_CHECK_CLOSE(wb::cat(xs, 1), expected, 0.0,
+                   "each input contributes its own n_i rows per outer index: offsets are the "
+                   "sums of the earlier inputs' sizes along the axis, not i * n_0");
+    WB_CHECK_CLOSE(wb::cat(xs, -2), expected, 0.0, "axis -2 of a rank-3 tensor is axis 1");
+    // stack of three [2, 3] along every position of the new axis, 0 .. 2 and -3 .. -1.
+    const std::vector<wb::Array> ys = {wbtest::randn<wb::Array>({2, 3}, 84),
+                                       wbtest::randn<wb::Array>({2, 3}, 85),
+                                       wbtest::randn<wb::Array>({2, 3}, 86)};
+    for (const int axis : {0, 1, 2, -1, -2, -3}) {
+        const std::size_t at = static_cast<std::size_t>(axis < 0 ? axis + 3 : axis);
+        const wb::Array got = wb::stack(ys, axis);
+        INFO("stack of three [2, 3] at axis " << axis);
+        wb::Shape want_shape = {2, 3};
+        want_shape.insert(want_shape.begin() + static_cast<long>(at), 3);
+        WB_CHECK_SHAPE(got, want_shape, "the new axis of size 3 sits at position axis");
+        if (wbtest::shape_of(got) != want_shape) continue;
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t r = 0; r < 2; ++r)
+                for (std::size_t c = 0; c < 3; ++c) {
+                    std::vector<std::size_t> idx = {r, c};
+                    idx.insert(idx.begin() + static_cast<long>(at), i);
+                    CHECK(got.element(idx.begin(), idx.end()) == ys[i](r, c));
+                }
+    }
+}
+
+TEST_CASE("cat and stack check every input, not only the second",
+          "[joining][errors][c:cat.errors][c:stack.errors]") {
+    const wb::Array a = {{1, 2, 3}, {4, 5, 6}};
+    const wb::Array wide = wb::Array::from_shape({2, 4});
+    const wb::Array tall = wb::Array::from_shape({3, 2});
+    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, a, a, wide}, 0),
+                    "the last input must fit too: check xs[1] .. xs[n-1]", "wb::cat", "[2, 4]",
+                    "[2, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::stack({a, a, tall}, 0),
+                    "the last input must have xs[0]'s shape too", "wb::stack", "[3, 2]", "[2, 3]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::cat({a, a}, -3), "a [2, 3] tensor has axes -2 .. 1",
+                    "wb::cat", "axis -3", "[2, 3]");
+}
+
+TEST_CASE("var refuses an axis below -rank, and mean and var reduce any axis of rank 3",
+          "[reductions][errors][c:var.axis-range][c:var.negative-axis][c:mean.negative-axis]"
+          "[c:mean.values][c:var.values][c:var.shape]") {
+    const wb::Array m = {{1, 2, 3}, {4, 5, 6}};
+    WB_CHECK_THROWS(wb::ShapeError, wb::var(m, -3, 0, false),
+                    "a [2, 3] tensor has axes 0, 1 (or -2, -1)", "wb::var", "axis -3", "[2, 3]");
+    // x [2, 3, 4]: the mean and the variance along each axis, written out here in double.
+    const auto x = wbtest::randn<wb::Array>({2, 3, 4}, 91);
+    for (int axis = -3; axis < 3; ++axis) {
+        const std::size_t ax = static_cast<std::size_t>(axis < 0 ? axis + 3 : axis);
+        for (const int correction : {0, 1}) {
+            for (const bool keep : {false, true}) {
+                wb::Shape out_shape;
+                for (std::size_t i = 0; i < 3; ++i) {
+                    if (i != ax)
+                        out_shape.push_back(x.shape(i));
+                    else if (keep)
+                        out_shape.push_back(1);
+                }
+                wb::Array mu = wb::Array::from_shape(out_shape);
+                wb::Array vv = wb::Array::from_shape(out_shape);
+                std::size_t k = 0;
+                for (std::size_t i0 = 0; i0 < (ax == 0 ? 1 : 2); ++i0)
+                    for (std::size_t i1 = 0; i1 < (ax == 1 ? 1 : 3); ++i1)
+                        for (std::size_t i2 = 0; i2 < (ax == 2 ? 1 : 4); ++i2, ++k) {
+                            const std::size_t n = x.shape(ax);
+                            double sum = 0.0, sq = 0.0;
+                            for (std::size_t j = 0; j < n; ++j) {
+                                std::size_t idx[3] = {i0, i1, i2};
+                                idx[ax] = j;
+                                sum += x(idx[0], idx[1], idx[2]);
+                            }
+                            const double mean = sum / double(n);
+                            for (std::size_t j = 0; j < n; ++j) {
+                                std::size_t idx[3] = {i0, i1, i2};
+                                idx[ax] = j;
+                                const double d = x(idx[0], idx[1], idx[2]) - mean;
+                                sq += d * d;
+                            }
+                            mu.data()[k] = static_cast<float>(mean);
+                            vv.data()[k] = static_cast<float>(sq / double(n - correction));
+                        }
+                INFO("axis " << axis << ", correction " << correction << ", keepdims " << keep);
+                WB_CHECK_CLOSE(wb::mean(x, axis, keep), mu, 1e-5,
+                               "the mean along one axis of a [2, 3, 4] tensor");
+                WB_CHECK_CLOSE(wb::var(x, axis, correction, keep), vv, 1e-5,
+                               "squared deviations from the mean along the axis, divided by "
+                               "n - correction");
+            }
+        }
+    }
+}
+
+TEST_CASE(
+    "max_abs_diff shows a NaN from either side, inf - inf included, and is 0 for empty tensors",
+    "[comparing][c:max_abs_diff.nan][c:max_abs_diff.empty][c:max_abs_diff.value]") {
+    const wb::Array ref = {1.0f, 2.0f, 3.0f};
+    const wb::Array nan_in_b = {1.0f, kNaN, 3.0f};
+    const wb::Array nan_first = {kNaN, 2.0f, 30.0f};
+    const wb::Array inf = {kInf, 2.0f, 3.0f};
+    INFO(
+        "hint: the NaN may come from b, sit at the first or the last element, or be the "
+        "difference inf - inf: test each difference with std::isnan");
+    CHECK(std::isnan(wb::max_abs_diff(ref, nan_in_b)));
+    CHECK(std::isnan(wb::max_abs_diff(nan_first, ref)));
+    CHECK(std::isnan(wb::max_abs_diff(inf, inf)));
+    CHECK(wb::max_abs_diff(wb::Array::from_shape({0, 3}), wb::Array::from_shape({0, 3})) == 0.0f);
 }

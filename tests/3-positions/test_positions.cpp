@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -83,14 +85,15 @@ Tensor4 one_vector(std::initializer_list<float> values) {
 
 // ---- sinusoidal_positions --------------------------------------------------------------------
 
-TEST_CASE("sinusoidal_positions has shape [T, D]", "[sinusoidal]") {
+TEST_CASE("sinusoidal_positions has shape [T, D]", "[sinusoidal][c:sinusoidal_positions.values]") {
     WB_CHECK_SHAPE(wb::sinusoidal_positions(7, 4), (Shape{7, 4}),
                    "one row per position (T rows), one column per feature (D columns)");
     WB_CHECK_SHAPE(wb::sinusoidal_positions(1, 10), (Shape{1, 10}),
                    "one row per position (T rows), one column per feature (D columns)");
 }
 
-TEST_CASE("sinusoidal position 0 is [0, 1, 0, 1, ...]", "[sinusoidal]") {
+TEST_CASE("sinusoidal position 0 is [0, 1, 0, 1, ...]",
+          "[sinusoidal][c:sinusoidal_positions.values]") {
     // sin(0) = 0 in the even columns, cos(0) = 1 in the odd ones.
     Tensor2 expected = {{0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f}};
     Tensor2 row0 = xt::view(wb::sinusoidal_positions(3, 8), xt::range(0, 1), xt::all());
@@ -98,7 +101,8 @@ TEST_CASE("sinusoidal position 0 is [0, 1, 0, 1, ...]", "[sinusoidal]") {
                    "even columns are sin, odd columns are cos: did you swap sin and cos?");
 }
 
-TEST_CASE("sinusoidal values for D = 4 match Python's math at positions 0 to 5", "[sinusoidal]") {
+TEST_CASE("sinusoidal values for D = 4 match Python's math at positions 0 to 5",
+          "[sinusoidal][c:sinusoidal_positions.values]") {
     // Python math (see the top of this file); e.g. PE[1, 0] = sin(1), PE[1, 1] = cos(1),
     // PE[1, 2] = sin(1 / 10000^(2/4)) = sin(0.01).
     Tensor2 expected = {{0.0000000f, 1.0000000f, 0.0000000f, 1.0000000f},
@@ -112,7 +116,8 @@ TEST_CASE("sinusoidal values for D = 4 match Python's math at positions 0 to 5",
                    "the exponent is 2i/D with i the pair index (columns 2i and 2i+1 share it)");
 }
 
-TEST_CASE("sinusoidal values for D = 6 at positions 1 and 5 match Python's math", "[sinusoidal]") {
+TEST_CASE("sinusoidal values for D = 6 at positions 1 and 5 match Python's math",
+          "[sinusoidal][c:sinusoidal_positions.values]") {
     // Python math: PE[1, 2] = sin(1 / 10000^(2/6)) = sin(0.0464159), PE[1, 4] = sin(1 / 10000^(4/6)).
     Tensor2 expected = {{0.8414710f, 0.5403023f, 0.0463992f, 0.9989230f, 0.0021544f, 0.9999977f},
                         {-0.9589243f, 0.2836622f, 0.2300017f, 0.9731902f, 0.0107720f, 0.9999420f}};
@@ -125,7 +130,8 @@ TEST_CASE("sinusoidal values for D = 6 at positions 1 and 5 match Python's math"
                    "index j instead of the pair index i for the cos columns?");
 }
 
-TEST_CASE("sinusoidal values stay accurate at position 100000", "[sinusoidal]") {
+TEST_CASE("sinusoidal values stay accurate at position 100000",
+          "[sinusoidal][c:sinusoidal_positions.double-angles]") {
     // Python math at p = 100000, D = 6.
     Tensor2 expected = {
         {0.0357488f, -0.9993608f, -0.9934735f, -0.1140633f, 0.9702894f, -0.2419473f}};
@@ -137,7 +143,8 @@ TEST_CASE("sinusoidal values stay accurate at position 100000", "[sinusoidal]") 
                    "in float the angle at p = 100000 is off by up to 4e-3 radian");
 }
 
-TEST_CASE("sinusoidal_positions rejects an odd or zero D", "[sinusoidal][errors]") {
+TEST_CASE("sinusoidal_positions rejects an odd or zero D",
+          "[sinusoidal][errors][c:sinusoidal_positions.odd-d]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(4, 5),
                     "sin and cos fill pairs of columns, so D must be even",
                     "wb::sinusoidal_positions", "D = 5");
@@ -149,7 +156,7 @@ TEST_CASE("sinusoidal_positions rejects an odd or zero D", "[sinusoidal][errors]
 // ---- add_positions ---------------------------------------------------------------------------
 
 TEST_CASE("add_positions adds table rows offset .. offset+T-1 to every sequence (learned table)",
-          "[add_positions]") {
+          "[add_positions][c:add_positions.rows]") {
     // A learned table [T_max = 5, D = 3] with table[p, j] = 10p + j, so each row says its position.
     Tensor2 table = {{0, 1, 2}, {10, 11, 12}, {20, 21, 22}, {30, 31, 32}, {40, 41, 42}};
     Tensor3 x = {{{1, 1, 1}, {2, 2, 2}},
@@ -168,7 +175,7 @@ TEST_CASE("add_positions adds table rows offset .. offset+T-1 to every sequence 
 }
 
 TEST_CASE("add_positions with the sinusoidal table adds the encodings of positions 3 and 4",
-          "[add_positions]") {
+          "[add_positions][c:add_positions.rows]") {
     // x = 0 shows the added rows: rows 3 and 4 of the D = 4 table (Python math).
     Tensor3 x = xt::zeros<float>({2, 2, 4});
     Tensor3 expected = {{{0.1411200f, -0.9899925f, 0.0299955f, 0.9995500f},
@@ -180,7 +187,7 @@ TEST_CASE("add_positions with the sinusoidal table adds the encodings of positio
 }
 
 TEST_CASE("add_positions at offset t on one token equals token t of the whole sequence",
-          "[add_positions]") {
+          "[add_positions][c:add_positions.rows]") {
     auto x = wbtest::randn<Tensor3>({2, 5, 4}, 31);
     auto table = wbtest::randn<Tensor2>({9, 4}, 32);  // a learned table [T_max = 9, D = 4]
     Tensor3 full = wb::add_positions(x, table, 0);
@@ -195,7 +202,8 @@ TEST_CASE("add_positions at offset t on one token equals token t of the whole se
 }
 
 TEST_CASE("add_positions rejects a D mismatch, a negative offset and positions beyond T_max",
-          "[add_positions][errors]") {
+          "[add_positions][errors][c:add_positions.d-mismatch][c:add_positions.negative-offset]"
+          "[c:add_positions.past-table]") {
     auto x = wbtest::randn<Tensor3>({2, 4, 4}, 33);
     WB_CHECK_THROWS(wb::ShapeError, wb::add_positions(x, Tensor2(xt::zeros<float>({10, 6}))),
                     "the table's width must equal the embedding width D", "wb::add_positions",
@@ -217,7 +225,7 @@ TEST_CASE("add_positions rejects a D mismatch, a negative offset and positions b
 
 // ---- apply_rope ------------------------------------------------------------------------------
 
-TEST_CASE("apply_rope keeps the shape [B, H, T, d]", "[rope]") {
+TEST_CASE("apply_rope keeps the shape [B, H, T, d]", "[rope][c:apply_rope.rotation]") {
     auto x = wbtest::randn<Tensor4>({2, 3, 5, 8}, 41);
     WB_CHECK_SHAPE(wb::apply_rope(x), (Shape{2, 3, 5, 8}),
                    "RoPE rotates vectors in place: same shape");
@@ -225,7 +233,7 @@ TEST_CASE("apply_rope keeps the shape [B, H, T, d]", "[rope]") {
                    "RoPE rotates vectors in place: same shape");
 }
 
-TEST_CASE("apply_rope matches hard-coded values at offset 0", "[rope]") {
+TEST_CASE("apply_rope matches hard-coded values at offset 0", "[rope][c:apply_rope.rotation]") {
     Tensor4 x = {{{{1, 2, 3, 4}, {5, 6, 7, 8}, {-1, 0.5f, 2, -3}}}};  // [1, 1, 3, 4]
     // torch float64 rope(x, 0, 10000) (top of this file). Position 0 is unchanged.
     Tensor4 expected = {{{{1.0000000f, 2.0000000f, 3.0000000f, 4.0000000f},
@@ -238,7 +246,8 @@ TEST_CASE("apply_rope matches hard-coded values at offset 0", "[rope]") {
         "x[2i+1]cos. Pairing i with i + d/2, a flipped sign or base^(+2i/d) all land here");
 }
 
-TEST_CASE("apply_rope matches hard-coded values with an offset and another base", "[rope]") {
+TEST_CASE("apply_rope matches hard-coded values with an offset and another base",
+          "[rope][c:apply_rope.offset][c:apply_rope.base]") {
     Tensor4 x = {{{{1, 2, 3, 4}, {5, 6, 7, 8}, {-1, 0.5f, 2, -3}}}};  // [1, 1, 3, 4]
     // torch float64 rope(x, 5, 10000): the tokens sit at positions 5, 6, 7.
     Tensor4 expected5 = {{{{2.2015107f, -0.3915999f, 2.7963341f, 4.1449385f},
@@ -255,7 +264,8 @@ TEST_CASE("apply_rope matches hard-coded values with an offset and another base"
                    "θ_i = base^(-2i/d) with the base argument (100 here), not a fixed 10000");
 }
 
-TEST_CASE("apply_rope rotates every batch and every head the same way", "[rope]") {
+TEST_CASE("apply_rope rotates every batch and every head the same way",
+          "[rope][c:apply_rope.same-angles]") {
     // x[b, h] = c_bh · v with v the [3, 4] input above; a rotation is linear, so
     // out[b, h] = c_bh · rope(v, 5), hard-coded above.
     const float v[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {-1, 0.5f, 2, -3}};
@@ -277,7 +287,8 @@ TEST_CASE("apply_rope rotates every batch and every head the same way", "[rope]"
                    "uses position offset + t");
 }
 
-TEST_CASE("apply_rope stays accurate at position 100000", "[rope]") {
+TEST_CASE("apply_rope stays accurate at position 100000",
+          "[rope][c:apply_rope.double-angles][c:apply_rope.offset]") {
     Tensor4 x = one_vector({1, 2, 3, 4, 5, 6});
     // torch float64 rope(x, 100000, 10000).
     Tensor4 expected = {
@@ -287,7 +298,7 @@ TEST_CASE("apply_rope stays accurate at position 100000", "[rope]") {
                    "in float it is off by up to 4e-3 radian at position 100000");
 }
 
-TEST_CASE("apply_rope keeps the norm of every vector", "[rope]") {
+TEST_CASE("apply_rope keeps the norm of every vector", "[rope][c:apply_rope.rotation]") {
     auto x = wbtest::randn<Tensor4>({2, 3, 5, 8}, 42);
     Tensor4 out = wb::apply_rope(x, 7);
     for (std::size_t b = 0; b < 2; ++b)
@@ -309,7 +320,7 @@ TEST_CASE("apply_rope keeps the norm of every vector", "[rope]") {
             }
 }
 
-TEST_CASE("apply_rope scores depend only on the gap m - n", "[rope]") {
+TEST_CASE("apply_rope scores depend only on the gap m - n", "[rope][c:apply_rope.rotation]") {
     Tensor4 q = one_vector({1, 2, 3, 4});
     Tensor4 k = one_vector({0.5f, -1, 2, 1});
     // torch float64: (rope(q, m) * rope(k, n)).sum() is 8.7036321 for every gap m - n = 2,
@@ -331,7 +342,8 @@ TEST_CASE("apply_rope scores depend only on the gap m - n", "[rope]") {
     }
 }
 
-TEST_CASE("apply_rope scores within one sequence depend only on i - j", "[rope]") {
+TEST_CASE("apply_rope scores within one sequence depend only on i - j",
+          "[rope][c:apply_rope.rotation]") {
     // Every token has the same query and the same key, so after RoPE the score S[i][j] can only
     // change through the positions i and j, and RoPE makes it a function of i - j alone.
     const std::size_t T = 6, d = 8;
@@ -361,7 +373,8 @@ TEST_CASE("apply_rope scores within one sequence depend only on i - j", "[rope]"
     CHECK(std::fabs(score(0, 0) - score(5, 0)) > 1e-3);
 }
 
-TEST_CASE("apply_rope at offset t on one token equals token t of the whole sequence", "[rope]") {
+TEST_CASE("apply_rope at offset t on one token equals token t of the whole sequence",
+          "[rope][c:apply_rope.offset]") {
     auto x = wbtest::randn<Tensor4>({2, 2, 6, 4}, 45);
     Tensor4 full = wb::apply_rope(x, 0);
     for (std::size_t t = 0; t < 6; ++t) {
@@ -380,7 +393,7 @@ TEST_CASE("apply_rope at offset t on one token equals token t of the whole seque
                    "token t of a chunk at offset 2 sits at position 2 + t");
 }
 
-TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope]") {
+TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope][c:apply_rope.rotation]") {
     auto x = wbtest::randn<Tensor4>({2, 3, 4, 6}, 46);
     Tensor4 out = wb::apply_rope(x);
     Tensor4 first = xt::view(out, xt::all(), xt::all(), xt::range(0, 1), xt::all());
@@ -396,7 +409,8 @@ TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope]") {
     CHECK(turned);
 }
 
-TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1", "[rope][errors]") {
+TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1",
+          "[rope][errors][c:apply_rope.odd-d][c:apply_rope.bad-value]") {
     auto x = wbtest::randn<Tensor4>({1, 2, 3, 5}, 47);
     WB_CHECK_THROWS(wb::ShapeError, wb::apply_rope(x),
                     "RoPE turns pairs (x[2i], x[2i+1]), so the head width d must be even",
@@ -417,7 +431,7 @@ TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1", "[ro
 }
 
 TEST_CASE("apply_rope rejects a NaN base, and add_positions an empty position table",
-          "[rope][errors]") {
+          "[rope][errors][c:apply_rope.bad-value][c:add_positions.past-table]") {
     // base <= 1 is false for NaN, which would then turn every angle into NaN: test !(base > 1).
     auto y = wbtest::randn<Tensor4>({1, 2, 3, 4}, 49);
     WB_CHECK_THROWS(wb::ValueError, wb::apply_rope(y, 0, std::numeric_limits<float>::quiet_NaN()),
@@ -432,7 +446,7 @@ TEST_CASE("apply_rope rejects a NaN base, and add_positions an empty position ta
 // ---- why positions are needed (notes §4) -----------------------------------------------------
 
 TEST_CASE("attention without positions is permutation-equivariant, with sinusoidal ones it is not",
-          "[attention]") {
+          "[attention][c:sinusoidal_positions.values][c:add_positions.rows]") {
     const std::size_t T = 5, D = 4;
     const std::vector<std::size_t> perm = {2, 0, 4, 1, 3};
     auto x3 = wbtest::randn<Tensor3>({1, T, D}, 51);
@@ -460,7 +474,8 @@ TEST_CASE("attention without positions is permutation-equivariant, with sinusoid
     CHECK(gap > 1e-2f);
 }
 
-TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention", "[attention][rope]") {
+TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention",
+          "[attention][rope][c:apply_rope.rotation]") {
     const std::size_t T = 5, d = 4;
     const std::vector<std::size_t> perm = {2, 0, 4, 1, 3};
     auto x4 = wbtest::randn<Tensor4>({1, 1, T, d}, 52);
@@ -482,4 +497,73 @@ TEST_CASE("RoPE on Q and K breaks the permutation equivariance of attention", "[
     // The same tokens in the same order give the same outputs (RoPE is deterministic).
     Tensor2 r_again = xt::view(wb::apply_rope(x4), 0, 0, xt::all(), xt::all());
     WB_CHECK_CLOSE(r_again, r, 0.0, "apply_rope must not depend on anything but its inputs");
+}
+
+TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that would wrap",
+          "[add_positions][errors][c:add_positions.rows][c:add_positions.past-table]") {
+    auto x = wbtest::randn<Tensor3>({2, 4, 3}, 61);
+    auto table = wbtest::randn<Tensor2>({6, 3}, 62);  // T_max = 6
+    // Positions 2 .. 5: the last row of the table is used, nothing is refused.
+    Tensor3 expected = x;
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t t = 0; t < 4; ++t)
+            for (std::size_t c = 0; c < 3; ++c) expected(b, t, c) += table(2 + t, c);
+    WB_CHECK_CLOSE(wb::add_positions(x, table, 2), expected, 1e-6,
+                   "offset + T == T_max fits exactly: rows 2 .. 5 of a 6-row table");
+    // No token at all after the last row: [B, 0, D], nothing to add.
+    WB_CHECK_SHAPE(wb::add_positions(Tensor3::from_shape({2, 0, 3}), table, 6), (Shape{2, 0, 3}),
+                   "T = 0 tokens at offset T_max use no row: offset + T <= T_max holds");
+    // offset + T overflows int64: a check written as offset + T > T_max sees a negative sum.
+    for (const std::int64_t offset :
+         {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max() - 2}) {
+        INFO("offset = " << offset);
+        WB_CHECK_THROWS(wb::ValueError, wb::add_positions(x, table, offset),
+                        "compare offset with T_max - T (or in unsigned 128 bits): offset + T "
+                        "wraps around for offsets near 2^63",
+                        "wb::add_positions", std::to_string(offset), "4", "6");
+    }
+}
+
+TEST_CASE("sinusoidal_positions of T = 0 is [0, D], and more than 2^48 elements are refused",
+          "[sinusoidal][errors][c:sinusoidal_positions.values][c:sinusoidal_positions.too-large]") {
+    WB_CHECK_SHAPE(wb::sinusoidal_positions(0, 4), (Shape{0, 4}), "no position: [0, D]");
+    // 2^47 x 4 = 2^49 elements fits in size_t: only the 2^48 limit refuses it (an allocation
+    // of 2 PiB throws std::bad_alloc, not a ShapeError).
+    WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(std::size_t(1) << 47, 4),
+                    "T x D above 2^48 elements is refused before allocating (wb::checked_size)",
+                    "wb::sinusoidal_positions", "140737488355328");
+}
+
+TEST_CASE("apply_rope equals the rotation in double on drawn sizes, offsets and bases",
+          "[rope][c:apply_rope.rotation][c:apply_rope.offset][c:apply_rope.base]"
+          "[c:apply_rope.same-angles]") {
+    // {B, H, T, d, offset, base}: d of 2 and 10, T of 1, bases 10000, 500 and 1.5, and an
+    // offset of 2^24 + 1, which a float position rounds to 2^24 (one radian off in pair 0).
+    struct Case {
+        std::size_t B, H, T, d;
+        std::int64_t offset;
+        float base;
+    };
+    const Case c = GENERATE(Case{1, 1, 1, 2, 0, 10000.0f}, Case{2, 3, 5, 10, 7, 500.0f},
+                            Case{1, 2, 3, 4, 12345, 1.5f}, Case{3, 1, 2, 6, 1, 10000.0f},
+                            Case{1, 1, 2, 4, 16777217, 10000.0f});
+    const unsigned seed = static_cast<unsigned>(700 + c.B + 10 * c.H + 100 * c.T + 1000 * c.d);
+    INFO("B = " << c.B << ", H = " << c.H << ", T = " << c.T << ", d = " << c.d
+                << ", offset = " << c.offset << ", base = " << c.base << ", seed " << seed);
+    const auto x = wbtest::randn<Tensor4>({c.B, c.H, c.T, c.d}, seed);
+    Tensor4 expected = x;
+    for (std::size_t b = 0; b < c.B; ++b)
+        for (std::size_t h = 0; h < c.H; ++h)
+            for (std::size_t t = 0; t < c.T; ++t)
+                for (std::size_t i = 0; i < c.d / 2; ++i) {
+                    const double theta = std::pow(double(c.base), -2.0 * double(i) / double(c.d));
+                    const double angle = double(c.offset + std::int64_t(t)) * theta;
+                    const double x0 = x(b, h, t, 2 * i), x1 = x(b, h, t, 2 * i + 1);
+                    expected(b, h, t, 2 * i) = float(x0 * std::cos(angle) - x1 * std::sin(angle));
+                    expected(b, h, t, 2 * i + 1) =
+                        float(x0 * std::sin(angle) + x1 * std::cos(angle));
+                }
+    WB_CHECK_CLOSE(wb::apply_rope(x, c.offset, c.base), expected, 1e-5,
+                   "pair (x[2i], x[2i+1]) of token t turns by (offset + t) * base^(-2i/d), the "
+                   "base given, the same for every batch and head");
 }

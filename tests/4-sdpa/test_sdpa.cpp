@@ -1,8 +1,11 @@
 #include "4-sdpa/sdpa.hpp"
 #include "check.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,7 +80,7 @@ std::string rows_str(const Tensor4& w) {
 
 TEST_CASE(
     "weighted_sum reproduces the notes' worked example, 0.1 v1 + 0.7 v2 + 0.2 v3 = (0.7, 1.6)",
-    "[weighted_sum]") {
+    "[weighted_sum][c:weighted_sum.product]") {
     // Notes §9: weights [0.1, 0.7, 0.2] over v1 = [1, 0], v2 = [0, 2], v3 = [3, 1].
     const Tensor4 weights = {{{{0.1f, 0.7f, 0.2f}}}};                  // [1, 1, N=1, M=3]
     const Tensor4 v = {{{{1.0f, 0.0f}, {0.0f, 2.0f}, {3.0f, 1.0f}}}};  // [1, 1, M=3, d_v=2]
@@ -93,7 +96,7 @@ TEST_CASE(
 }
 
 TEST_CASE("weighted_sum gives query i the mix of value rows named by weight row i, per head",
-          "[weighted_sum]") {
+          "[weighted_sum][c:weighted_sum.product]") {
     // N = M = 2, so a transposed weight matrix still has the right shape but wrong numbers.
     const Tensor4 weights = {{{{0.25f, 0.75f}, {1.0f, 0.0f}},  // head 0
                               {{0.5f, 0.5f}, {0.0f, 1.0f}}}};  // head 1   [1, 2, 2, 2]
@@ -109,7 +112,8 @@ TEST_CASE("weighted_sum gives query i the mix of value rows named by weight row 
 
 // ---- attention_scores: S = Q K^T / sqrt(d_k) ------------------------------------------------
 
-TEST_CASE("attention_scores matches hand-computed q_i . k_j / sqrt(d_k)", "[attention_scores]") {
+TEST_CASE("attention_scores matches hand-computed q_i . k_j / sqrt(d_k)",
+          "[attention_scores][c:attention_scores.scaled]") {
     // d_k = 4, so sqrt(d_k) = 2. N = 2 queries, M = 3 keys.
     const Tensor4 q = {{{{1, 0, 1, 0}, {0, 2, 0, 2}}}};                // [1, 1, 2, 4]
     const Tensor4 k = {{{{1, 1, 1, 1}, {2, 0, 0, 0}, {0, 0, 0, 3}}}};  // [1, 1, 3, 4]
@@ -125,7 +129,7 @@ TEST_CASE("attention_scores matches hand-computed q_i . k_j / sqrt(d_k)", "[atte
 }
 
 TEST_CASE("attention_scores divides by sqrt(d_k) of one head, not sqrt(D) or d_k",
-          "[attention_scores]") {
+          "[attention_scores][c:attention_scores.scaled]") {
     // B = 1, H = 2 heads of width d_k = 4 (so D = H*d_k = 8), one query and one key per head.
     const Tensor4 q = {{{{1, 1, 1, 1}}, {{2, 2, 2, 2}}}};  // [1, 2, 1, 4]
     const Tensor4 k = {{{{1, 1, 1, 1}}, {{1, 1, 1, 1}}}};  // [1, 2, 1, 4]
@@ -140,7 +144,7 @@ TEST_CASE("attention_scores divides by sqrt(d_k) of one head, not sqrt(D) or d_k
 // ---- masked_softmax -------------------------------------------------------------------------
 
 TEST_CASE("masked_softmax without a mask is a softmax over the keys of each query",
-          "[masked_softmax]") {
+          "[masked_softmax][c:masked_softmax.over-keys]") {
     const Tensor4 scores = {{{{1, 2, 3}, {3, 1, 1}}}};  // [1, 1, N=2, M=3]
     // torch.softmax(torch.tensor([[1., 2, 3], [3, 1, 1]], dtype=torch.float64), -1)
     const Tensor4 expected = {
@@ -151,7 +155,8 @@ TEST_CASE("masked_softmax without a mask is a softmax over the keys of each quer
                    "maximum and sum in tensors before broadcasting (the keep_dims trap)?");
 }
 
-TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask", "[masked_softmax]") {
+TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask",
+          "[masked_softmax][c:masked_softmax.over-keys][c:masked_softmax.hidden-zero]") {
     const Tensor4 scores = {{{{1000, -1000, 999}, {-1000, -999, -1000}}}};  // [1, 1, 2, 3]
     // torch.softmax(torch.tensor([[1000., -1000, 999], [-1000, -999, -1000]],
     //               dtype=torch.float64), -1)
@@ -174,7 +179,8 @@ TEST_CASE("masked_softmax survives scores of +-1000, with and without a mask", "
 }
 
 TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises the readable ones",
-          "[masked_softmax][mask]") {
+          "[masked_softmax][mask][c:masked_softmax.hidden-zero]"
+          "[c:masked_softmax.allowed-means-readable]") {
     const Tensor4 scores = {{{{1, 2, 3, 4}, {0.5f, -1, 2, 0}}}};  // [1, 1, N=2, M=4]
     const Bool3 allowed = {{{true, false, true, false},           // query 0 reads keys 0, 2
                             {false, true, true, true}}};          // query 1 reads keys 1-3
@@ -195,8 +201,9 @@ TEST_CASE("masked_softmax gives hidden keys weight exactly 0 and renormalises th
                    "softmax; if hidden keys get weight, the mask is inverted or ignored");
 }
 
-TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over its readable keys",
-          "[masked_softmax][mask]") {
+TEST_CASE(
+    "the mask is applied before the softmax, so every row sums to 1 over its readable keys",
+    "[masked_softmax][mask][c:masked_softmax.hidden-zero][c:masked_softmax.heads-share-pattern]") {
     // Random scores of size up to a few thousand, and a random mask in which every query can
     // read at least one key (key (i * 3) % M is always readable).
     const std::size_t B = 2, H = 3, N = 4, M = 6;
@@ -227,7 +234,7 @@ TEST_CASE("the mask is applied before the softmax, so every row sums to 1 over i
 }
 
 TEST_CASE("hidden keys stay at weight 0 even when every readable score is very negative",
-          "[masked_softmax][mask]") {
+          "[masked_softmax][mask][c:masked_softmax.hidden-zero]") {
     // Only -inf is below every score. A finite stand-in (-1e4, -1e9) is not: with readable
     // scores of -2e4 the hidden key would win the softmax.
     const Tensor4 scores = {{{{-20000.0f, -30000.0f, 5.0f}}}};  // [1, 1, 1, 3]
@@ -240,8 +247,9 @@ TEST_CASE("hidden keys stay at weight 0 even when every readable score is very n
                    "whatever the readable scores are");
 }
 
-TEST_CASE("a fully masked row gives finite zero weights and a zero output row, not NaN",
-          "[masked_softmax][sdpa][mask]") {
+TEST_CASE(
+    "a fully masked row gives finite zero weights and a zero output row, not NaN",
+    "[masked_softmax][sdpa][mask][c:masked_softmax.fully-masked-zero][c:sdpa.fully-masked-zero]") {
     // Query 1 may read no key at all. softmax of all -inf is 0/0 = NaN; the documented result
     // is all-zero weights (sdpa.hpp), hence a zero output row.
     const Tensor4 scores = {{{{0.5f, 1.0f, -1.0f}, {2.0f, 0.0f, 1.0f}, {1.0f, 1.0f, 1.0f}}}};
@@ -275,7 +283,7 @@ TEST_CASE("a fully masked row gives finite zero weights and a zero output row, n
 }
 
 TEST_CASE("a mask of shape [1, N, M] is shared by every sequence of the batch",
-          "[masked_softmax][mask]") {
+          "[masked_softmax][mask][c:masked_softmax.shared-mask]") {
     const Tensor4 scores = {{{{1, 2, 3}}}, {{{3, 2, 1}}}};  // [B=2, 1, 1, 3]
     const Bool3 allowed = {{{true, false, true}}};          // [1, N=1, M=3]: key 1 hidden
     // torch.softmax(torch.tensor([1., 3], dtype=torch.float64), -1) = [0.119202922, 0.880797078],
@@ -289,7 +297,8 @@ TEST_CASE("a mask of shape [1, N, M] is shared by every sequence of the batch",
 
 // ---- sdpa -----------------------------------------------------------------------------------
 
-TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v", "[sdpa]") {
+TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v",
+          "[sdpa][c:sdpa.composition]") {
     const std::size_t B = 2, H = 3, N = 2, M = 5, dk = 4, dv = 3;
     const Tensor4 q = wbtest::randn<Tensor4>({B, H, N, dk}, 1);
     const Tensor4 k = wbtest::randn<Tensor4>({B, H, M, dk}, 2);
@@ -313,7 +322,7 @@ TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v", "[sdp
 }
 
 TEST_CASE("without a mask, permuting keys and values together leaves the output unchanged",
-          "[sdpa]") {
+          "[sdpa][c:sdpa.composition]") {
     const std::size_t B = 1, H = 2, N = 3, M = 5, dk = 4, dv = 3;
     const Tensor4 q = wbtest::randn<Tensor4>({B, H, N, dk}, 11);
     const Tensor4 k = wbtest::randn<Tensor4>({B, H, M, dk}, 12);
@@ -334,7 +343,8 @@ TEST_CASE("without a mask, permuting keys and values together leaves the output 
                    "does the weighted sum pair weight j with another value row?");
 }
 
-TEST_CASE("without a mask, permuting the queries permutes the output rows the same way", "[sdpa]") {
+TEST_CASE("without a mask, permuting the queries permutes the output rows the same way",
+          "[sdpa][c:sdpa.composition]") {
     const std::size_t B = 2, H = 2, N = 3, M = 4, dk = 4, dv = 2;
     const Tensor4 q = wbtest::randn<Tensor4>({B, H, N, dk}, 21);
     const Tensor4 k = wbtest::randn<Tensor4>({B, H, M, dk}, 22);
@@ -357,7 +367,8 @@ TEST_CASE("without a mask, permuting the queries permutes the output rows the sa
 
 // ---- goldens from PyTorch -------------------------------------------------------------------
 
-TEST_CASE("sdpa without a mask matches PyTorch (N != M, d_k != d_v)", "[sdpa][golden]") {
+TEST_CASE("sdpa without a mask matches PyTorch (N != M, d_k != d_v)",
+          "[sdpa][golden][c:sdpa.composition][c:attention_scores.scaled]") {
     const wbtest::Golden g("4-sdpa/no_mask.txt");
     const Tensor4 q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     WB_CHECK_CLOSE(wb::attention_scores(q, k), g.tensor<4>("scores"), wbtest::golden_tolerance,
@@ -374,7 +385,9 @@ TEST_CASE("sdpa without a mask matches PyTorch (N != M, d_k != d_v)", "[sdpa][go
                    "sdpa's output must equal torch's weights @ v");
 }
 
-TEST_CASE("sdpa with a causal mask [1, T, T] matches PyTorch", "[sdpa][golden][mask]") {
+TEST_CASE("sdpa with a causal mask [1, T, T] matches PyTorch",
+          "[sdpa][golden][mask][c:sdpa.composition][c:masked_softmax.shared-mask]"
+          "[c:masked_softmax.allowed-means-readable]") {
     const wbtest::Golden g("4-sdpa/causal.txt");
     const Tensor4 q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     const wb::Mask mask = golden_mask(g);  // [1, T, T], lower triangle: query i reads keys 0..i
@@ -389,7 +402,8 @@ TEST_CASE("sdpa with a causal mask [1, T, T] matches PyTorch", "[sdpa][golden][m
                    "the causal output must equal torch's; did sdpa ignore the mask?");
 }
 
-TEST_CASE("sdpa with a padding mask [B, N, M] matches PyTorch", "[sdpa][golden][mask]") {
+TEST_CASE("sdpa with a padding mask [B, N, M] matches PyTorch",
+          "[sdpa][golden][mask][c:sdpa.composition][c:masked_softmax.heads-share-pattern]") {
     const wbtest::Golden g("4-sdpa/padding.txt");
     const Tensor4 q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     const wb::Mask mask = golden_mask(g);  // [B, N, M]: key j readable iff j < length[b]
@@ -401,7 +415,7 @@ TEST_CASE("sdpa with a padding mask [B, N, M] matches PyTorch", "[sdpa][golden][
 }
 
 TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros there",
-          "[sdpa][golden][mask]") {
+          "[sdpa][golden][mask][c:sdpa.fully-masked-zero]") {
     // torch gives NaN on a fully masked row; the golden holds the documented zeros for those
     // rows and torch's values for all the others (see tools/goldens/chapter4.py).
     const wbtest::Golden g("4-sdpa/fully_masked_row.txt");
@@ -418,8 +432,9 @@ TEST_CASE("sdpa with fully masked rows matches PyTorch elsewhere and gives zeros
 
 // ---- errors ---------------------------------------------------------------------------------
 
-TEST_CASE("attention_scores rejects q and k whose B, H or d_k differ",
-          "[attention_scores][errors]") {
+TEST_CASE(
+    "attention_scores rejects q and k whose B, H or d_k differ",
+    "[attention_scores][errors][c:attention_scores.shape-mismatch][c:attention_scores.zero-dk]") {
     using wb::ShapeError;
     const Tensor4 q = xt::zeros<float>({2, 2, 3, 4});
     WB_CHECK_THROWS(ShapeError, wb::attention_scores(q, Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
@@ -438,7 +453,7 @@ TEST_CASE("attention_scores rejects q and k whose B, H or d_k differ",
 }
 
 TEST_CASE("masked_softmax rejects a mask that does not fit the scores",
-          "[masked_softmax][errors]") {
+          "[masked_softmax][errors][c:masked_softmax.mask-shape]") {
     using wb::ShapeError;
     const Tensor4 scores = xt::zeros<float>({2, 2, 3, 5});  // [B, H, N, M]
     const auto mask_of = [](std::size_t b, std::size_t n, std::size_t m) {
@@ -456,7 +471,7 @@ TEST_CASE("masked_softmax rejects a mask that does not fit the scores",
 }
 
 TEST_CASE("weighted_sum rejects weights and values whose B, H or M differ",
-          "[weighted_sum][errors]") {
+          "[weighted_sum][errors][c:weighted_sum.shape-mismatch]") {
     using wb::ShapeError;
     const Tensor4 w = xt::zeros<float>({2, 2, 3, 5});  // [B, H, N, M]
     WB_CHECK_THROWS(ShapeError, wb::weighted_sum(w, Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
@@ -469,7 +484,7 @@ TEST_CASE("weighted_sum rejects weights and values whose B, H or M differ",
 }
 
 TEST_CASE("sdpa rejects q, k, v or a mask that do not fit together, naming every shape",
-          "[sdpa][errors]") {
+          "[sdpa][errors][c:sdpa.shape-mismatch][c:sdpa.mask-shape]") {
     using wb::ShapeError;
     const Tensor4 q = xt::zeros<float>({1, 2, 3, 4});  // [B, H, N, d_k]
     const Tensor4 k = xt::zeros<float>({1, 2, 5, 4});  // [B, H, M, d_k]
@@ -488,4 +503,106 @@ TEST_CASE("sdpa rejects q, k, v or a mask that do not fit together, naming every
     WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({1, 5, 3}))}),
                     "a mask [1, N, M] must be [1, 3, 5] here, not [1, 5, 3] (N and M swapped)",
                     "wb::sdpa", "[1, 5, 3]");
+}
+
+namespace {
+
+// The formula of sdpa.hpp in double precision, written independently: scores q.k / sqrt(d_k),
+// hidden keys skipped, softmax over the readable keys (a row with none stays 0), output A v.
+struct DoubleAttention {
+    xt::xtensor<double, 4> scores, weights, output;
+};
+
+DoubleAttention attention_in_double(const Tensor4& q, const Tensor4& k, const Tensor4& v,
+                                    const Bool3* allowed) {
+    const std::size_t B = q.shape(0), H = q.shape(1), N = q.shape(2), dk = q.shape(3);
+    const std::size_t M = k.shape(2), dv = v.shape(3);
+    DoubleAttention r;
+    r.scores = xt::zeros<double>({B, H, N, M});
+    r.weights = xt::zeros<double>({B, H, N, M});
+    r.output = xt::zeros<double>({B, H, N, dv});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < N; ++i) {
+                auto open = [&](std::size_t j) {
+                    return !allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : b, i, j);
+                };
+                double top = -INFINITY;
+                for (std::size_t j = 0; j < M; ++j) {
+                    double s = 0.0;
+                    for (std::size_t t = 0; t < dk; ++t) s += double(q(b, h, i, t)) * k(b, h, j, t);
+                    r.scores(b, h, i, j) = s / std::sqrt(double(dk));
+                    if (open(j)) top = std::max(top, r.scores(b, h, i, j));
+                }
+                double sum = 0.0;
+                for (std::size_t j = 0; j < M; ++j)
+                    if (open(j)) sum += std::exp(r.scores(b, h, i, j) - top);
+                for (std::size_t j = 0; j < M; ++j) {
+                    if (!open(j) || sum == 0.0) continue;
+                    r.weights(b, h, i, j) = std::exp(r.scores(b, h, i, j) - top) / sum;
+                    for (std::size_t c = 0; c < dv; ++c)
+                        r.output(b, h, i, c) += r.weights(b, h, i, j) * v(b, h, j, c);
+                }
+            }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("sdpa equals the formula in double on drawn sizes, d_k not a perfect square",
+          "[sdpa][attention_scores][masked_softmax][mask][c:attention_scores.scaled]"
+          "[c:masked_softmax.over-keys][c:masked_softmax.hidden-zero]"
+          "[c:masked_softmax.fully-masked-zero][c:masked_softmax.shared-mask]"
+          "[c:masked_softmax.heads-share-pattern][c:weighted_sum.product][c:sdpa.composition]") {
+    // {B, H, N, M, d_k, d_v, mask batch (0: no mask)}: sizes of 1, odd sizes, d_k of 1, 2, 3, 5
+    // and 7 (sqrt(d_k) is not an integer: an integer square root shows), N != M, d_k != d_v.
+    using Case = std::array<std::size_t, 7>;
+    const Case c =
+        GENERATE(Case{1, 1, 1, 1, 1, 1, 0}, Case{1, 1, 1, 1, 3, 1, 1}, Case{2, 3, 4, 5, 3, 2, 2},
+                 Case{1, 2, 7, 3, 5, 6, 1}, Case{3, 1, 2, 9, 2, 1, 3}, Case{2, 2, 5, 5, 7, 3, 1});
+    const std::size_t B = c[0], H = c[1], N = c[2], M = c[3], dk = c[4], dv = c[5], mb = c[6];
+    const unsigned seed = static_cast<unsigned>(500 + 7 * (B + 3 * H + 5 * N + 11 * M + 13 * dk));
+    INFO("B = " << B << ", H = " << H << ", N = " << N << ", M = " << M << ", d_k = " << dk
+                << ", d_v = " << dv << ", mask batch " << mb << " (0: none), seed " << seed);
+    Tensor4 q = wbtest::randn<Tensor4>({B, H, N, dk}, seed);
+    q *= 3.0f;  // scores of a few units: a wrong scale changes the weights visibly
+    const Tensor4 k = wbtest::randn<Tensor4>({B, H, M, dk}, seed + 1);
+    const Tensor4 v = wbtest::randn<Tensor4>({B, H, M, dv}, seed + 2);
+    Bool3 allowed = wbtest::randn<xt::xtensor<float, 3>>({std::max<std::size_t>(mb, 1), N, M},
+                                                         seed + 3) > -0.3f;
+    if (mb > 0 && N > 1)
+        for (std::size_t j = 0; j < M; ++j) allowed(0, N - 1, j) = false;  // one row fully masked
+    const Bool3* mask_ptr = mb > 0 ? &allowed : nullptr;
+    const DoubleAttention want = attention_in_double(q, k, v, mask_ptr);
+    const std::optional<wb::Mask> mask =
+        mb > 0 ? std::optional<wb::Mask>(wb::Mask{allowed}) : std::nullopt;
+
+    WB_CHECK_CLOSE(wb::attention_scores(q, k), want.scores, 1e-5,
+                   "S = q k^T / sqrt(d_k) with d_k = q.shape(3) as a real number: sqrt(3) is "
+                   "1.732, not 1 (no integer square root)");
+    const Tensor4 w = wb::masked_softmax(wb::attention_scores(q, k), mask);
+    WB_CHECK_CLOSE(w, want.weights, 1e-5,
+                   "softmax over the keys of each query, hidden keys at exactly 0, a query with "
+                   "no readable key all 0; a [1, N, M] mask serves every b, every head of b "
+                   "reads mask b");
+    const wb::Attention a = wb::sdpa(q, k, v, mask);
+    WB_CHECK_CLOSE(a.weights, want.weights, 1e-5,
+                   "sdpa's weights are masked_softmax(attention_scores(q, k), mask)");
+    WB_CHECK_CLOSE(a.output, want.output, 1e-5,
+                   "sdpa's output is weighted_sum(weights, v): one row per query, d_v wide");
+}
+
+TEST_CASE("sdpa names itself when v's H or the mask's batch does not fit",
+          "[sdpa][errors][c:sdpa.shape-mismatch][c:sdpa.mask-shape]") {
+    using wb::ShapeError;
+    const Tensor4 q = xt::zeros<float>({2, 2, 3, 4});  // [B, H, N, d_k]
+    const Tensor4 k = xt::zeros<float>({2, 2, 5, 4});  // [B, H, M, d_k]
+    const Tensor4 v = xt::zeros<float>({2, 2, 5, 6});  // [B, H, M, d_v]
+    WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, Tensor4(xt::zeros<float>({2, 3, 5, 6}))),
+                    "v has H = 3 heads, q and k have 2: sdpa checks v's B and H too, under its "
+                    "own name",
+                    "wb::sdpa", "[2, 2, 3, 4]", "[2, 2, 5, 4]", "[2, 3, 5, 6]");
+    WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({3, 3, 5}))}),
+                    "a mask's batch axis is B (2) or 1, not 3: sdpa checks it under its own name",
+                    "wb::sdpa", "[3, 3, 5]");
 }

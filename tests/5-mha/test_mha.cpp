@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -170,7 +171,7 @@ const char* kSplitHint =
 TEST_CASE(
     "the example of notes 11 (B=2, T=4, D=8, H=2) gives Q/K/V [2, 2, 4, 4], weights "
     "[2, 2, 4, 4] and output [2, 4, 8]",
-    "[mha][shapes]") {
+    "[mha][shapes][c:multi_head_attention.formula][c:multi_head_attention.weights-per-head]") {
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 11);
     const MhaParams p = wb::init_mha(8, 2, true, 5);
     const wb::MhaResult r = wb::self_attention(x, p);
@@ -197,7 +198,7 @@ TEST_CASE(
 TEST_CASE(
     "multi-head attention equals a loop of single-head attentions over slices of W_Q, "
     "W_K, W_V and W_O",
-    "[mha][heads]") {
+    "[mha][heads][c:multi_head_attention.formula][c:multi_head_attention.head-slices]") {
     // B=2, T=4, D=8, H=2 with biases; expected values from naive_mha above (plain loops in
     // double, head h uses rows h*d..(h+1)*d of W_Q/W_K/W_V and columns h*d..(h+1)*d of W_O).
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 21);
@@ -212,7 +213,7 @@ TEST_CASE(
 }
 
 TEST_CASE("multi-head attention with four heads and no bias equals the per-head loop",
-          "[mha][heads]") {
+          "[mha][heads][c:multi_head_attention.formula][c:multi_head_attention.head-slices]") {
     // D=8, H=4 (d = 2), no biases, B=3, T=5; expected from naive_mha (plain loops).
     const auto x = wbtest::randn<Tensor3>({3, 5, 8}, 31);
     const MhaParams p = random_params(8, 4, false, 300);
@@ -227,7 +228,7 @@ TEST_CASE("multi-head attention with four heads and no bias equals the per-head 
 
 TEST_CASE(
     "cross attention with N queries and M keys gives weights [B, H, N, M] and output [B, N, D]",
-    "[mha][cross]") {
+    "[mha][cross][c:multi_head_attention.cross]") {
     // Queries from a sequence of N = 3 tokens, keys and values from one of M = 5 tokens.
     const auto x_q = wbtest::randn<Tensor3>({2, 3, 6}, 41);
     const auto x_kv = wbtest::randn<Tensor3>({2, 5, 6}, 42);
@@ -248,7 +249,7 @@ TEST_CASE(
 }
 
 TEST_CASE("self_attention(x) is multi_head_attention(x, x), with and without a mask",
-          "[mha][self]") {
+          "[mha][self][c:self_attention.same-as-mha]") {
     const auto x = wbtest::randn<Tensor3>({2, 5, 8}, 51);
     const MhaParams p = random_params(8, 2, true, 500);
     const wb::MhaResult a = wb::self_attention(x, p);
@@ -270,7 +271,8 @@ TEST_CASE("self_attention(x) is multi_head_attention(x, x), with and without a m
 
 // ---- the parameters ------------------------------------------------------------------------
 
-TEST_CASE("init_mha builds four [D, D] projections with seeds seed .. seed + 3", "[mha][init]") {
+TEST_CASE("init_mha builds four [D, D] projections with seeds seed .. seed + 3",
+          "[mha][init][c:init_mha.seeds][c:init_mha.shapes]") {
     const MhaParams p = wb::init_mha(12, 3, true, 70);
     INFO("init_mha(12, 3, true, 70).H = " << p.H << ", expected 3");
     CHECK(p.H == 3);
@@ -295,7 +297,8 @@ TEST_CASE("init_mha builds four [D, D] projections with seeds seed .. seed + 3",
     }
 }
 
-TEST_CASE("init_mha rejects D % H != 0, H == 0 and D == 0, naming D and H", "[mha][errors]") {
+TEST_CASE("init_mha rejects D % H != 0, H == 0 and D == 0, naming D and H",
+          "[mha][errors][c:init_mha.bad-heads]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::init_mha(8, 3, true, 1),
                     "8 features cannot be split into 3 heads of equal width d = D / H",
                     "wb::init_mha", "D = 8", "H = 3");
@@ -308,7 +311,7 @@ TEST_CASE("init_mha rejects D % H != 0, H == 0 and D == 0, naming D and H", "[mh
 // ---- what the heads are (§10) ---------------------------------------------------------------
 
 TEST_CASE("heads are independent, so changing head 0's rows of W_Q changes only head 0's weights",
-          "[mha][heads]") {
+          "[mha][heads][c:multi_head_attention.head-slices]") {
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 61);
     const MhaParams p = random_params(8, 2, true, 600);
     MhaParams changed = p;
@@ -331,7 +334,8 @@ TEST_CASE("heads are independent, so changing head 0's rows of W_Q changes only 
     CHECK(moved > 1e-3);
 }
 
-TEST_CASE("each head reads all D input features, not a slice of the input", "[mha][heads]") {
+TEST_CASE("each head reads all D input features, not a slice of the input",
+          "[mha][heads][c:multi_head_attention.head-slices]") {
     // §10: the heads split the PROJECTED features, not the input. Change only input feature 7
     // (which a wrong "head 0 reads features 0..3 of x" picture would give to head 1 alone).
     const auto x = wbtest::randn<Tensor3>({1, 4, 8}, 71);
@@ -355,7 +359,8 @@ TEST_CASE("each head reads all D input features, not a slice of the input", "[mh
                    "of x");
 }
 
-TEST_CASE("the output projection W_O is applied (a hand-computed case)", "[mha][output]") {
+TEST_CASE("the output projection W_O is applied (a hand-computed case)",
+          "[mha][output][c:multi_head_attention.formula]") {
     // D = 2, H = 2 (d = 1), one sequence of T = 2 tokens x = [[1, 2], [3, 4]].
     // W_Q = W_K = 0 -> every score is 0 -> every weight is 1/2 (uniform over 2 keys).
     // W_V = I -> each head's output is the mean of its value column: [2, 3] for both queries.
@@ -379,7 +384,7 @@ TEST_CASE("the output projection W_O is applied (a hand-computed case)", "[mha][
 }
 
 TEST_CASE("scores are scaled by sqrt(d) = sqrt(D / H), the width of one head, not sqrt(D)",
-          "[mha][scale]") {
+          "[mha][scale][c:multi_head_attention.formula]") {
     // D = 4, H = 2 (d = 2); all projections are the identity, no bias.
     // x = [[2, 0, 0, 0], [0, 0, 0, 0]] (B = 1, T = 2).
     // Head 0 (features 0, 1): q0 = k0 = [2, 0], k1 = [0, 0]. Query 0's scores are
@@ -406,7 +411,8 @@ TEST_CASE("scores are scaled by sqrt(d) = sqrt(D / H), the width of one head, no
 
 // ---- masks and positions --------------------------------------------------------------------
 
-TEST_CASE("a causal mask reaches every head, so weights above the diagonal are 0", "[mha][mask]") {
+TEST_CASE("a causal mask reaches every head, so weights above the diagonal are 0",
+          "[mha][mask][c:multi_head_attention.mask]") {
     const std::size_t T = 5;
     const auto x = wbtest::randn<Tensor3>({2, T, 9}, 81);
     const MhaParams p = random_params(9, 3, true, 800);
@@ -437,7 +443,7 @@ TEST_CASE("a causal mask reaches every head, so weights above the diagonal are 0
 }
 
 TEST_CASE("a cross-attention mask [B, N, M] or [1, N, M] passes through to every head",
-          "[mha][mask][cross]") {
+          "[mha][mask][cross][c:multi_head_attention.mask][c:multi_head_attention.cross]") {
     const auto x_q = wbtest::randn<Tensor3>({2, 3, 8}, 91);
     const auto x_kv = wbtest::randn<Tensor3>({2, 6, 8}, 92);
     const MhaParams p = random_params(8, 4, true, 900);
@@ -459,7 +465,7 @@ TEST_CASE("a cross-attention mask [B, N, M] or [1, N, M] passes through to every
 }
 
 TEST_CASE("without mask or positions, permuting the tokens permutes the output (notes 4)",
-          "[mha][positions]") {
+          "[mha][positions][c:multi_head_attention.formula]") {
     // Attention sees a set of tokens: nothing in it knows their order.
     const auto x = wbtest::randn<Tensor3>({1, 5, 8}, 101);
     const MhaParams p = random_params(8, 2, true, 1000);
@@ -487,7 +493,7 @@ TEST_CASE("without mask or positions, permuting the tokens permutes the output (
 // ---- goldens from torch.nn.MultiheadAttention -----------------------------------------------
 
 TEST_CASE("matches torch.nn.MultiheadAttention on self attention with bias, B=2 T=4 D=8 H=2",
-          "[mha][golden]") {
+          "[mha][golden][c:multi_head_attention.formula]") {
     const wbtest::Golden g("5-mha/self_bias.txt");
     const MhaParams p = golden_params(g, 2, true);
     const Tensor3 x = g.tensor<3>("x_q");
@@ -500,7 +506,7 @@ TEST_CASE("matches torch.nn.MultiheadAttention on self attention with bias, B=2 
 }
 
 TEST_CASE("matches torch.nn.MultiheadAttention on cross attention with N=3 queries, M=5 keys, H=4",
-          "[mha][golden][cross]") {
+          "[mha][golden][cross][c:multi_head_attention.cross]") {
     const wbtest::Golden g("5-mha/cross.txt");
     const MhaParams p = golden_params(g, 4, true);
     const wb::MhaResult r = wb::multi_head_attention(g.tensor<3>("x_q"), g.tensor<3>("x_kv"), p);
@@ -511,7 +517,7 @@ TEST_CASE("matches torch.nn.MultiheadAttention on cross attention with N=3 queri
 }
 
 TEST_CASE("matches torch.nn.MultiheadAttention with a causal mask (torch's True = hidden)",
-          "[mha][golden][mask]") {
+          "[mha][golden][mask][c:multi_head_attention.mask]") {
     const wbtest::Golden g("5-mha/causal.txt");
     const MhaParams p = golden_params(g, 3, false);
     const Tensor3 allowed_f = g.tensor<3>("allowed");           // ours: 1 = may read
@@ -532,7 +538,7 @@ TEST_CASE("matches torch.nn.MultiheadAttention with a causal mask (torch's True 
 }
 
 TEST_CASE("weights are per head, and torch's default averaged weights are their mean over H",
-          "[mha][golden]") {
+          "[mha][golden][c:multi_head_attention.weights-per-head]") {
     // nn.MultiheadAttention returns the head average unless average_attn_weights=False; this
     // API returns every head. weights_avg is torch's default output for the same case.
     const wbtest::Golden g("5-mha/cross.txt");
@@ -561,7 +567,7 @@ TEST_CASE("weights are per head, and torch's default averaged weights are their 
 // ---- errors ---------------------------------------------------------------------------------
 
 TEST_CASE("multi_head_attention rejects inputs whose D is not the projections' D",
-          "[mha][errors]") {
+          "[mha][errors][c:multi_head_attention.bad-width]") {
     const MhaParams p = random_params(8, 2, true, 1100);
     const auto good = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const auto narrow_q = wbtest::randn<Tensor3>({2, 4, 6}, 2);
@@ -574,7 +580,8 @@ TEST_CASE("multi_head_attention rejects inputs whose D is not the projections' D
                     "wb::multi_head_attention", "[2, 5, 6]", "D = 8");
 }
 
-TEST_CASE("multi_head_attention rejects x_q and x_kv of different batch sizes", "[mha][errors]") {
+TEST_CASE("multi_head_attention rejects x_q and x_kv of different batch sizes",
+          "[mha][errors][c:multi_head_attention.batch-mismatch]") {
     const MhaParams p = random_params(8, 2, true, 1200);
     const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const auto x_kv = wbtest::randn<Tensor3>({3, 4, 8}, 2);
@@ -583,7 +590,8 @@ TEST_CASE("multi_head_attention rejects x_q and x_kv of different batch sizes", 
                     "wb::multi_head_attention", "[2, 4, 8]", "[3, 4, 8]");
 }
 
-TEST_CASE("multi_head_attention rejects inconsistent parameters", "[mha][errors]") {
+TEST_CASE("multi_head_attention rejects inconsistent parameters",
+          "[mha][errors][c:multi_head_attention.bad-params]") {
     const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const MhaParams good = random_params(8, 2, true, 1300);
 
@@ -593,7 +601,7 @@ TEST_CASE("multi_head_attention rejects inconsistent parameters", "[mha][errors]
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_o),
                     "check every projection is [D, D] before using it (W_O reads the D merged "
                     "features)",
-                    "wb::multi_head_attention", "w_o", "[8, 4]");
+                    "wb::multi_head_attention", "[8, 4]");
 
     MhaParams bad_h = good;
     bad_h.H = 3;
@@ -611,11 +619,11 @@ TEST_CASE("multi_head_attention rejects inconsistent parameters", "[mha][errors]
     bad_bias.w_k.bias = wb::Tensor1::from_shape({5});
     bad_bias.w_k.bias.fill(0.0f);
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_bias),
-                    "a bias must have D entries or none", "wb::multi_head_attention", "w_k", "[5]");
+                    "a bias must have D entries or none", "wb::multi_head_attention", "[5]");
 }
 
 TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M]",
-          "[mha][errors][mask]") {
+          "[mha][errors][mask][c:multi_head_attention.mask-shape]") {
     const MhaParams p = random_params(8, 2, true, 1400);
     const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const auto x_kv = wbtest::randn<Tensor3>({2, 5, 8}, 2);
@@ -623,15 +631,15 @@ TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M
         make_mask(2, 4, 4, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, square),
                     "a cross-attention mask is [B, N, M] = [2, 4, 5]: one column per key of x_kv",
-                    "wb::multi_head_attention", "mask", "[2, 4, 4]", "[2, 4, 5]");
+                    "wb::multi_head_attention", "[2, 4, 4]", "5");
     const wb::Mask batch3 =
         make_mask(3, 4, 5, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, batch3),
-                    "the mask's first axis is B or 1", "wb::multi_head_attention", "mask",
-                    "[3, 4, 5]");
+                    "the mask's first axis is B or 1", "wb::multi_head_attention", "[3, 4, 5]");
 }
 
-TEST_CASE("multi_head_attention rejects empty sequences", "[mha][errors]") {
+TEST_CASE("multi_head_attention rejects empty sequences",
+          "[mha][errors][c:multi_head_attention.empty]") {
     const MhaParams p = random_params(8, 2, true, 1500);
     const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
     const Tensor3 no_keys = Tensor3::from_shape({2, 0, 8});
@@ -643,7 +651,8 @@ TEST_CASE("multi_head_attention rejects empty sequences", "[mha][errors]") {
                     "N == 0: no query", "wb::multi_head_attention", "[2, 0, 8]");
 }
 
-TEST_CASE("self_attention reports the errors of multi_head_attention", "[mha][errors][self]") {
+TEST_CASE("self_attention reports the errors of multi_head_attention",
+          "[mha][errors][self][c:self_attention.errors]") {
     const MhaParams p = random_params(8, 2, true, 1600);
     const auto narrow = wbtest::randn<Tensor3>({2, 4, 6}, 1);
     WB_CHECK_THROWS(wb::ShapeError, wb::self_attention(narrow, p), "x's last axis must be D = 8",
@@ -653,4 +662,49 @@ TEST_CASE("self_attention reports the errors of multi_head_attention", "[mha][er
         make_mask(1, 4, 3, [](std::size_t, std::size_t, std::size_t) { return true; });
     WB_CHECK_THROWS(wb::ShapeError, wb::self_attention(x, p, wrong),
                     "self attention's mask is [B, T, T]", "multi_head_attention", "[1, 4, 3]");
+}
+
+TEST_CASE("multi_head_attention checks all four projections itself, and refuses B == 0",
+          "[mha][errors][c:multi_head_attention.bad-params][c:multi_head_attention.empty]") {
+    const auto x = wbtest::randn<Tensor3>({2, 4, 8}, 1);
+    const MhaParams good = random_params(8, 2, true, 1700);
+    for (int n = 0; n < 4; ++n) {
+        INFO("projection "
+             << "qkvo"[n] << " is the bad one");
+        MhaParams bad_weight = good, bad_bias = good;
+        wb::Linear* w[4] = {&bad_weight.w_q, &bad_weight.w_k, &bad_weight.w_v, &bad_weight.w_o};
+        wb::Linear* b[4] = {&bad_bias.w_q, &bad_bias.w_k, &bad_bias.w_v, &bad_bias.w_o};
+        // w_q's input width defines D, so its bad weight keeps 8 inputs and has 6 outputs.
+        w[n]->weight = Tensor2::from_shape(
+            {n == 0 ? std::size_t(6) : std::size_t(8), n == 0 ? std::size_t(8) : std::size_t(7)});
+        w[n]->weight.fill(0.1f);
+        b[n]->bias = wb::Tensor1::from_shape({5});
+        b[n]->bias.fill(0.0f);
+        WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_weight),
+                        "check every projection's weight is [D, D] in multi_head_attention, "
+                        "before linear or split_heads reports it under its own name",
+                        "wb::multi_head_attention", wb::shape_str(w[n]->weight.shape()));
+        WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_bias),
+                        "every projection's bias has D entries or none: check all four",
+                        "wb::multi_head_attention", "[5]");
+    }
+    const Tensor3 no_batch = Tensor3::from_shape({0, 4, 8});
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(no_batch, no_batch, good),
+                    "B == 0: no sequence to attend in (the header refuses B, N or M of 0)",
+                    "wb::multi_head_attention", "[0, 4, 8]");
+}
+
+TEST_CASE("init_mha's seeds wrap around in uint32: seed 2^32 - 1 gives w_k the seed 0",
+          "[mha][init][c:init_mha.seeds]") {
+    const MhaParams p = wb::init_mha(4, 2, true, 4294967295u);
+    const wb::Linear* got[4] = {&p.w_q, &p.w_k, &p.w_v, &p.w_o};
+    const std::uint32_t seeds[4] = {4294967295u, 0u, 1u, 2u};
+    for (int n = 0; n < 4; ++n) {
+        INFO("projection "
+             << "qkvo"[n] << " must be init_linear(4, 4, true, " << seeds[n] << ")");
+        const wb::Linear expected = wb::init_linear(4, 4, true, seeds[n]);
+        WB_CHECK_CLOSE(got[n]->weight, expected.weight, 0.0,
+                       "seed + 1, seed + 2, seed + 3 in std::uint32_t arithmetic (wrapping)");
+        WB_CHECK_CLOSE(got[n]->bias, expected.bias, 0.0, "the bias of the same init_linear");
+    }
 }

@@ -93,7 +93,9 @@ const char* const kCausalHint =
 
 // ---- the causal mask (§12, §21.5) ------------------------------------------------------------
 
-TEST_CASE("causal mask for T = 4 is the notes' table of allowed and forbidden reads", "[causal]") {
+TEST_CASE("causal mask for T = 4 is the notes' table of allowed and forbidden reads",
+          "[causal][c:causal_mask.no-future]"
+          "[c:causal_mask.diagonal-allowed][c:causal_mask.shared-batch]") {
     const wb::Mask m = wb::causal_mask(4);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{1, 4, 4}),
                    "causal_mask(T) is [1, T, T]: batch 1 is shared by every sequence");
@@ -106,7 +108,8 @@ TEST_CASE("causal mask for T = 4 is the notes' table of allowed and forbidden re
 }
 
 TEST_CASE("causal mask lets every query read itself and its whole past, never the future",
-          "[causal]") {
+          "[causal][c:causal_mask.no-future]"
+          "[c:causal_mask.diagonal-allowed][c:causal_mask.shared-batch]") {
     for (std::size_t T : {1u, 3u, 7u}) {
         INFO("T = " << T);
         const wb::Mask m = wb::causal_mask(T);
@@ -132,7 +135,8 @@ TEST_CASE("causal mask lets every query read itself and its whole past, never th
     }
 }
 
-TEST_CASE("causal attention with equal scores averages the prefix (hand-computed)", "[causal]") {
+TEST_CASE("causal attention with equal scores averages the prefix (hand-computed)",
+          "[causal][c:causal_mask.no-future]") {
     // q = 0 makes every score 0, so query i spreads its weight evenly over the keys it may
     // read: weights 1/(i+1) on keys 0..i, and the output is the mean of v_0..v_i.
     const wb::Tensor4 q = wb::Tensor4::from_shape({1, 1, 4, 2});
@@ -156,7 +160,8 @@ TEST_CASE("causal attention with equal scores averages the prefix (hand-computed
                    "output i must be the mean of v_0..v_i; query 0 reads only v_0 (itself)");
 }
 
-TEST_CASE("causal weights are exactly 0 above the diagonal and every row sums to 1", "[causal]") {
+TEST_CASE("causal weights are exactly 0 above the diagonal and every row sums to 1",
+          "[causal][c:causal_mask.no-future]") {
     const std::size_t T = 5;
     const auto q = wbtest::randn<wb::Tensor4>({2, 2, T, 4}, 62);
     const auto k = wbtest::randn<wb::Tensor4>({2, 2, T, 4}, 63);
@@ -183,7 +188,7 @@ TEST_CASE("causal weights are exactly 0 above the diagonal and every row sums to
 // ---- causality end to end (§18, §21.8) -------------------------------------------------------
 
 TEST_CASE("changing token j leaves every earlier output of sdpa unchanged (causality)",
-          "[causal][causality]") {
+          "[causal][causality][c:causal_mask.no-future]") {
     for (std::size_t T : {1u, 3u, 7u}) {
         const auto q = wbtest::randn<wb::Tensor4>({2, 1, T, 4}, 65);
         const auto k = wbtest::randn<wb::Tensor4>({2, 1, T, 4}, 66);
@@ -218,7 +223,7 @@ TEST_CASE("changing token j leaves every earlier output of sdpa unchanged (causa
 TEST_CASE(
     "changing token j leaves every earlier output of multi-head attention unchanged "
     "(causality)",
-    "[causal][causality][mha]") {
+    "[causal][causality][mha][c:causal_mask.no-future]") {
     const wb::MhaParams p = wb::init_mha(8, 2, true, 68);
     for (std::size_t T : {1u, 3u, 7u}) {
         const auto x = wbtest::randn<wb::Tensor3>({2, T, 8}, 69);
@@ -246,7 +251,9 @@ TEST_CASE(
 
 // ---- the padding mask -------------------------------------------------------------------------
 
-TEST_CASE("padding mask for lengths {3, 1, 4} hides each sequence's padded keys", "[padding]") {
+TEST_CASE("padding mask for lengths {3, 1, 4} hides each sequence's padded keys",
+          "[padding][c:padding_mask.shape]"
+          "[c:padding_mask.length-at-most-m]") {
     const wb::Mask m = wb::padding_mask({3, 1, 4}, 2, 4);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{3, 2, 4}),
                    "padding_mask(lengths, N, M) is [B, N, M] with B = lengths.size()");
@@ -260,7 +267,7 @@ TEST_CASE("padding mask for lengths {3, 1, 4} hides each sequence's padded keys"
 }
 
 TEST_CASE("padding mask cuts the key axis, not the query axis (N = 3 queries, M = 5 keys)",
-          "[padding]") {
+          "[padding][c:padding_mask.keys-only][c:padding_mask.shape]") {
     const wb::Mask m = wb::padding_mask({2}, 3, 5);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{1, 3, 5}), "padding_mask({2}, N = 3, M = 5) is [1, 3, 5]");
     // Every query (real or padded) may read the 2 real keys and nothing else.
@@ -270,7 +277,8 @@ TEST_CASE("padding mask cuts the key axis, not the query axis (N = 3 queries, M 
                    "with the length instead of the key index j?");
 }
 
-TEST_CASE("changing padded keys and values changes no output of sdpa", "[padding]") {
+TEST_CASE("changing padded keys and values changes no output of sdpa",
+          "[padding][c:padding_mask.keys-only]") {
     const std::vector<std::size_t> lengths = {3, 1, 4};
     const std::size_t T = 4;
     const auto q = wbtest::randn<wb::Tensor4>({3, 2, T, 4}, 70);
@@ -315,7 +323,7 @@ TEST_CASE("changing padded keys and values changes no output of sdpa", "[padding
 }
 
 TEST_CASE("padding in multi-head self attention keeps padded tokens away from real queries",
-          "[padding][mha]") {
+          "[padding][mha][c:causal_padding_mask.causal-and-padding]") {
     const std::vector<std::size_t> lengths = {3, 1, 4};
     const std::size_t T = 4, D = 8;
     const wb::MhaParams p = wb::init_mha(D, 2, true, 75);
@@ -341,7 +349,7 @@ TEST_CASE("padding in multi-head self attention keeps padded tokens away from re
 // ---- combining ---------------------------------------------------------------------------------
 
 TEST_CASE("combining masks is a logical AND, a key is readable only if both allow it",
-          "[combine]") {
+          "[combine][c:combine_masks.and]") {
     // All four cases of the truth table, one per entry.
     const wb::Mask a{as_bool(Ints3{{{1, 1}, {0, 0}}})};
     const wb::Mask b{as_bool(Ints3{{{1, 0}, {1, 0}}})};
@@ -354,7 +362,7 @@ TEST_CASE("combining masks is a logical AND, a key is readable only if both allo
 }
 
 TEST_CASE("combining broadcasts a mask of batch 1 over a batch of B, in either order",
-          "[combine]") {
+          "[combine][c:combine_masks.broadcast]") {
     const wb::Mask shared{as_bool(Ints3{{{1, 1, 0}, {1, 0, 1}}})};     // [1, 2, 3]
     const wb::Mask per_sequence{as_bool(Ints3{{{1, 1, 1}, {1, 1, 1}},  // [2, 2, 3]
                                               {{0, 1, 1}, {1, 1, 0}}})};
@@ -371,7 +379,11 @@ TEST_CASE("combining broadcasts a mask of batch 1 over a batch of B, in either o
     WB_CHECK_CLOSE(as01(ba.allowed), expected, 0.0, hint);
 }
 
-TEST_CASE("causal padding mask for lengths {3, 1, 4} and T = 4 (hand-written)", "[combine]") {
+TEST_CASE("causal padding mask for lengths {3, 1, 4} and T = 4 (hand-written)",
+          "[combine][c:causal_padding_mask.causal-and-padding]"
+          "[c:causal_padding_mask.padded-rows]"
+          "[c:causal_padding_mask.shape]"
+          "[c:causal_padding_mask.length-at-most-t]") {
     const wb::Mask m = wb::causal_padding_mask({3, 1, 4}, 4);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{3, 4, 4}), "causal_padding_mask(lengths, T) is [B, T, T]");
     // allowed(b, i, j) = (j <= i) AND (j < lengths[b]), by hand.
@@ -394,7 +406,10 @@ TEST_CASE("causal padding mask for lengths {3, 1, 4} and T = 4 (hand-written)", 
 
 // ---- fully masked rows (§18) -------------------------------------------------------------------
 
-TEST_CASE("fully_masked_rows reports exactly the queries that may read nothing", "[fully-masked]") {
+TEST_CASE("fully_masked_rows reports exactly the queries that may read nothing",
+          "[fully-masked][c:fully_masked_rows.ascending]"
+          "[c:fully_masked_rows.which-masks]"
+          "[c:padding_mask.length-zero]") {
     for (std::size_t T : {1u, 3u, 7u}) {
         const Rows rows = wb::fully_masked_rows(wb::causal_mask(T), 0);
         INFO("causal_mask(" << T << "): expected no fully masked row, got " << rows_str(rows)
@@ -425,7 +440,8 @@ TEST_CASE("fully_masked_rows reports exactly the queries that may read nothing",
 }
 
 TEST_CASE("a length-0 sequence gives no NaN, only zero weights and zero output in sdpa",
-          "[fully-masked]") {
+          "[fully-masked][c:fully_masked_rows.no-nan]"
+          "[c:causal_padding_mask.padded-rows]") {
     const std::size_t T = 3;
     const wb::Mask mask = wb::causal_padding_mask({3, 0}, T);
     const Rows all_rows = {0, 1, 2};
@@ -454,7 +470,9 @@ TEST_CASE("a length-0 sequence gives no NaN, only zero weights and zero output i
 TEST_CASE(
     "left padding under a causal mask leaves the first queries nothing to read, "
     "without NaN",
-    "[fully-masked]") {
+    "[fully-masked][c:fully_masked_rows.no-nan]"
+    "[c:fully_masked_rows.which-masks]"
+    "[c:fully_masked_rows.ascending]") {
     // Two pad tokens at the FRONT (keys 0 and 1 hidden from everyone), then the causal mask:
     // queries 0 and 1 may read only keys <= themselves, all of which are padding.
     const wb::Mask left_padding{
@@ -481,7 +499,8 @@ TEST_CASE(
                    "query 2 may read only key 2 (keys 0, 1 are padding, key 3 is the future)");
 }
 
-TEST_CASE("a fully masked row gives no NaN in multi-head attention either", "[fully-masked][mha]") {
+TEST_CASE("a fully masked row gives no NaN in multi-head attention either",
+          "[fully-masked][mha][c:fully_masked_rows.no-nan]") {
     const std::size_t T = 3, D = 8;
     const wb::MhaParams p = wb::init_mha(D, 2, true, 84);
     const auto x = wbtest::randn<wb::Tensor3>({2, T, D}, 85);
@@ -503,7 +522,9 @@ TEST_CASE("a fully masked row gives no NaN in multi-head attention either", "[fu
 
 // ---- the two conventions (§18) -----------------------------------------------------------------
 
-TEST_CASE("from_forbidden turns PyTorch's true = hidden into our true = may read", "[convention]") {
+TEST_CASE("from_forbidden turns PyTorch's true = hidden into our true = may read",
+          "[convention][c:from_forbidden.negation]"
+          "[c:causal_mask.not-triu]") {
     const Bool3 forbidden = as_bool(Ints3{{{1, 0, 0}, {0, 1, 1}}, {{0, 0, 0}, {1, 1, 1}}});
     const wb::Mask m = wb::from_forbidden(forbidden);
     WB_CHECK_SHAPE(m.allowed, (wb::Shape{2, 2, 3}), "from_forbidden keeps the shape [B, N, M]");
@@ -517,7 +538,9 @@ TEST_CASE("from_forbidden turns PyTorch's true = hidden into our true = may read
                    "from_forbidden(triu(ones, diagonal=1)) must equal causal_mask(4)");
 }
 
-TEST_CASE("a causal mask built the wrong way round is caught", "[convention]") {
+TEST_CASE("a causal mask built the wrong way round is caught",
+          "[convention][c:from_forbidden.negation]"
+          "[c:fully_masked_rows.which-masks]") {
     // The mistake: torch.triu(ones, diagonal=1) (true = hidden) put straight into wb::Mask
     // (true = may read). Query 0 then reads the whole future and the last query reads nothing.
     const Bool3 triu = as_bool(Ints3{{{0, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 0, 1}, {0, 0, 0, 0}}});
@@ -555,7 +578,10 @@ TEST_CASE("a causal mask built the wrong way round is caught", "[convention]") {
 
 // ---- goldens (PyTorch, tools/goldens/chapter6.py) --------------------------------------------
 
-TEST_CASE("masks equal the masks built in torch with triu and key padding", "[golden]") {
+TEST_CASE("masks equal the masks built in torch with triu and key padding",
+          "[golden][c:causal_mask.not-triu]"
+          "[c:causal_padding_mask.causal-and-padding]"
+          "[c:padding_mask.keys-only]") {
     const wbtest::Golden g1("6-masks/causal_padding.txt");
     // torch: ~torch.triu(ones(5, 5), diagonal=1), stored as 0/1.
     const wb::Tensor2 causal = g1.tensor<2>("causal_allowed");
@@ -570,7 +596,8 @@ TEST_CASE("masks equal the masks built in torch with triu and key padding", "[go
                    "padding_mask({5, 2}, N = 3, M = 5) must be NOT (j >= length) for every query");
 }
 
-TEST_CASE("sdpa with the causal padding mask matches torch's masked_fill attention", "[golden]") {
+TEST_CASE("sdpa with the causal padding mask matches torch's masked_fill attention",
+          "[golden][c:causal_padding_mask.causal-and-padding]") {
     const wbtest::Golden g("6-masks/causal_padding.txt");
     const wb::Mask mask = wb::causal_padding_mask(lengths_of(g.tensor<1>("lengths")), 5);
     const wb::Attention a = wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
@@ -582,7 +609,7 @@ TEST_CASE("sdpa with the causal padding mask matches torch's masked_fill attenti
 }
 
 TEST_CASE("cross attention with padded keys matches torch (N = 3 queries, M = 5 keys)",
-          "[golden]") {
+          "[golden][c:padding_mask.keys-only]") {
     const wbtest::Golden g("6-masks/padding_cross.txt");
     const wb::Mask mask = wb::padding_mask(lengths_of(g.tensor<1>("lengths")), 3, 5);
     const wb::Attention a = wb::sdpa(g.tensor<4>("q"), g.tensor<4>("k"), g.tensor<4>("v"), mask);
@@ -594,12 +621,14 @@ TEST_CASE("cross attention with padded keys matches torch (N = 3 queries, M = 5 
 
 // ---- errors ------------------------------------------------------------------------------------
 
-TEST_CASE("causal_mask rejects T = 0", "[errors]") {
+TEST_CASE("causal_mask rejects T = 0", "[errors][c:causal_mask.no-tokens]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_mask(0),
                     "a mask over no tokens is a ShapeError naming T", "wb::causal_mask", "T = 0");
 }
 
-TEST_CASE("padding_mask rejects empty lengths, empty axes and a length beyond M", "[errors]") {
+TEST_CASE("padding_mask rejects empty lengths, empty axes and a length beyond M",
+          "[errors][c:padding_mask.empty-axis]"
+          "[c:padding_mask.length-beyond-m]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({}, 2, 3),
                     "no lengths means B = 0 sequences: a ShapeError", "wb::padding_mask", "lengths",
                     "B = 0");
@@ -613,7 +642,9 @@ TEST_CASE("padding_mask rejects empty lengths, empty axes and a length beyond M"
                     "wb::padding_mask", "lengths[1] = 5", "M = 4");
 }
 
-TEST_CASE("padding_mask accepts a length equal to M (a sequence without padding)", "[errors]") {
+TEST_CASE("padding_mask accepts a length equal to M (a sequence without padding)",
+          "[errors][c:padding_mask.length-at-most-m]"
+          "[c:padding_mask.length-beyond-m]") {
     // The boundary of the check: length == M is legal (see the {3, 1, 4} case), M + 1 is not.
     const wb::Mask m = wb::padding_mask({4}, 1, 4);
     WB_CHECK_CLOSE(as01(m.allowed), (Ints3{{{1, 1, 1, 1}}}), 0.0,
@@ -623,7 +654,8 @@ TEST_CASE("padding_mask accepts a length equal to M (a sequence without padding)
                     "wb::padding_mask", "lengths[0] = 5", "M = 4");
 }
 
-TEST_CASE("combine_masks rejects masks that do not fit together", "[errors]") {
+TEST_CASE("combine_masks rejects masks that do not fit together",
+          "[errors][c:combine_masks.mismatch]") {
     const wb::Mask b2{Bool3::from_shape({2, 3, 3})};
     const wb::Mask b3{Bool3::from_shape({3, 3, 3})};
     WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(b2, b3),
@@ -638,7 +670,9 @@ TEST_CASE("combine_masks rejects masks that do not fit together", "[errors]") {
                     "wb::combine_masks", "[1, 3, 5]", "[3, 3, 3]");
 }
 
-TEST_CASE("causal_padding_mask rejects T = 0, empty lengths and a length beyond T", "[errors]") {
+TEST_CASE("causal_padding_mask rejects T = 0, empty lengths and a length beyond T",
+          "[errors][c:causal_padding_mask.empty-axis]"
+          "[c:causal_padding_mask.length-beyond-t]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({1}, 0),
                     "report the error under this function's own name", "wb::causal_padding_mask",
                     "T = 0");
@@ -649,10 +683,30 @@ TEST_CASE("causal_padding_mask rejects T = 0, empty lengths and a length beyond 
                     "wb::causal_padding_mask", "lengths[1] = 4", "T = 3");
 }
 
-TEST_CASE("fully_masked_rows rejects a sequence index beyond the mask's batch", "[errors]") {
+TEST_CASE("fully_masked_rows rejects a sequence index beyond the mask's batch",
+          "[errors][c:fully_masked_rows.b-out-of-range]") {
     WB_CHECK_THROWS(wb::ValueError, wb::fully_masked_rows(wb::causal_mask(3), 1),
                     "a causal mask has batch 1 (shared): only b = 0 exists; name b and the shape",
                     "wb::fully_masked_rows", "b = 1", "[1, 3, 3]");
     WB_CHECK_THROWS(wb::ValueError, wb::fully_masked_rows(wb::padding_mask({1, 2}, 2, 2), 2),
                     "b must be < B = 2", "wb::fully_masked_rows", "b = 2", "[2, 2, 2]");
+}
+
+TEST_CASE("padding_mask and causal_padding_mask report a shape error before a length beyond M",
+          "[errors][c:padding_mask.shape-before-value]"
+          "[c:causal_padding_mask.shape-before-value]") {
+    // Each call breaks two rules: an empty axis (a ShapeError) and a length beyond M or T (a
+    // ValueError). The header puts the ShapeError first.
+    INFO(
+        "lengths {5} with N = 0 and M = 4: the empty query axis must be reported, as a "
+        "ShapeError, before the length 5 > M = 4");
+    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({5}, 0, 4),
+                    "check the axes (a ShapeError) before the lengths (a ValueError)",
+                    "wb::padding_mask", "N = 0");
+    INFO(
+        "lengths {4} with T = 0: T = 0 must be reported, as a ShapeError, before the length "
+        "4 > T = 0");
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({4}, 0),
+                    "check T (a ShapeError) before the lengths (a ValueError)",
+                    "wb::causal_padding_mask", "T = 0");
 }

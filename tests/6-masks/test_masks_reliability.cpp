@@ -12,7 +12,9 @@ namespace {
 using Bool3 = xt::xtensor<bool, 3>;
 }  // namespace
 
-TEST_CASE("combine_masks and from_forbidden refuse an empty mask", "[masks][errors]") {
+TEST_CASE("combine_masks and from_forbidden refuse an empty mask",
+          "[masks][errors][c:combine_masks.empty]"
+          "[c:from_forbidden.empty]") {
     const wb::Mask empty{Bool3::from_shape({0, 3, 3})};
     const wb::Mask causal = wb::causal_mask(3);
     WB_CHECK_THROWS(wb::ShapeError, wb::combine_masks(empty, causal),
@@ -30,7 +32,9 @@ TEST_CASE("combine_masks and from_forbidden refuse an empty mask", "[masks][erro
                     "no queries is empty too", "wb::from_forbidden", "[2, 0, 3]");
 }
 
-TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows", "[masks][errors]") {
+TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows",
+          "[masks][errors][c:causal_mask.too-large]"
+          "[c:padding_mask.too-large][c:causal_padding_mask.too-large]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_mask(SIZE_MAX),
                     "T x T wraps around size_t: check the product before allocating",
                     "wb::causal_mask", std::to_string(SIZE_MAX), "2^48");

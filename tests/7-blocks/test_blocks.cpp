@@ -200,7 +200,7 @@ const char* kPreHint =
 TEST_CASE(
     "layer_norm of [1, 2, 3, 4] is [-1.3416355, -0.4472118, 0.4472118, 1.3416355] "
     "(variance divides by D, eps 1e-5)",
-    "[layer_norm]") {
+    "[layer_norm][c:layer_norm.biased-variance]") {
     // torch.nn.LayerNorm(4)(torch.tensor([[[1., 2., 3., 4.]]])): mean 2.5, variance 1.25 (/ D).
     // With the variance of torch.var's default (correction 1, / (D - 1) = 1.6667) the values
     // would be [-1.1618915, -0.3872972, 0.3872972, 1.1618915].
@@ -210,7 +210,8 @@ TEST_CASE(
                    "[-1.16, -0.39, 0.39, 1.16] means you divided by D - 1 (torch.var's default)");
 }
 
-TEST_CASE("layer_norm puts eps inside the square root, with the variance", "[layer_norm]") {
+TEST_CASE("layer_norm puts eps inside the square root, with the variance",
+          "[layer_norm][c:layer_norm.eps-inside]") {
     // torch.nn.LayerNorm(4, eps=0.5)([1, 2, 3, 4]) = (x - 2.5) / sqrt(1.25 + 0.5).
     // eps on the standard deviation, (x - 2.5) / (sqrt(1.25) + 0.5), would give
     // [-0.9270510, -0.3090170, 0.3090170, 0.9270510].
@@ -230,7 +231,8 @@ TEST_CASE("layer_norm puts eps inside the square root, with the variance", "[lay
 TEST_CASE(
     "layer_norm gives every token mean 0 and variance 1 over its features before gamma "
     "and beta",
-    "[layer_norm]") {
+    "[layer_norm][c:layer_norm.normalised]"
+    "[c:layer_norm.empty-batch]") {
     // x = 3 N(0, 1) + 5 per element: variance ~9 per token, so var / (var + eps) = 1 - 1e-6.
     // Tolerance 1e-4: float32 sums of 16 values of size ~5 round at ~1e-6 relative.
     const Tensor3 x = wbtest::randn<Tensor3>({3, 5, 16}, 71) * 3.0f + 5.0f;
@@ -266,7 +268,7 @@ TEST_CASE(
 TEST_CASE(
     "layer_norm normalises each token on its own: changing another token changes "
     "nothing here",
-    "[layer_norm]") {
+    "[layer_norm][c:layer_norm.per-token]") {
     // Tokens of very different scales: statistics over T or B (a batch norm) would mix them.
     Tensor3 x = wbtest::randn<Tensor3>({2, 4, 6}, 72);
     for (std::size_t t = 0; t < 4; ++t)
@@ -297,7 +299,7 @@ TEST_CASE(
 }
 
 TEST_CASE("layer_norm scales by gamma and shifts by beta per feature (hand-computed)",
-          "[layer_norm]") {
+          "[layer_norm][c:layer_norm.affine]") {
     // nn.LayerNorm(4) with weight [2, -1, 0.5, 1], bias [0, 1, -2, 0.5] on [1, 2, 3, 4]:
     // torch gives [-2.68327093, 1.44721186, -1.77639413, 1.84163547].
     LayerNormParams p = ln_params(4);
@@ -312,7 +314,8 @@ TEST_CASE("layer_norm scales by gamma and shifts by beta per feature (hand-compu
 TEST_CASE(
     "layer_norm matches torch.nn.LayerNorm with non-trivial gamma and beta, eps 1e-5 "
     "and 0.1",
-    "[layer_norm][golden]") {
+    "[layer_norm][golden][c:layer_norm.affine]"
+    "[c:layer_norm.eps-inside]") {
     const wbtest::Golden g("7-blocks/layer_norm.txt");
     LayerNormParams p{g.tensor<1>("gamma"), g.tensor<1>("beta"), 1e-5f};
     WB_CHECK_CLOSE(wb::layer_norm(g.tensor<3>("x"), p), g.tensor<3>("output"),
@@ -324,7 +327,7 @@ TEST_CASE(
 }
 
 TEST_CASE("init_layer_norm starts like nn.LayerNorm(D): gamma 1, beta 0, eps 1e-5",
-          "[layer_norm][init]") {
+          "[layer_norm][init][c:init_layer_norm.defaults]") {
     const LayerNormParams p = wb::init_layer_norm(5);
     WB_CHECK_SHAPE(p.gamma, (wb::Shape{5}), "gamma is [D]");
     WB_CHECK_SHAPE(p.beta, (wb::Shape{5}), "beta is [D]");
@@ -338,7 +341,7 @@ TEST_CASE("init_layer_norm starts like nn.LayerNorm(D): gamma 1, beta 0, eps 1e-
 // ---- RMSNorm (§5's variant) -------------------------------------------------------------------
 
 TEST_CASE("rms_norm divides by the root mean square and subtracts no mean (hand-computed)",
-          "[rms_norm]") {
+          "[rms_norm][c:rms_norm.formula]") {
     // x / sqrt(mean(x^2) + eps) * gamma in torch (float32):
     //   [1, 2, 3, 4], gamma [2, -1, 0.5, 1], eps 1e-5 -> [0.73029625, -0.73029625, 0.54772222, 1.46059251]
     //   (subtracting the mean first, as LayerNorm does, would give [-2.683, 0.447, 0.224, 1.342])
@@ -368,12 +371,24 @@ TEST_CASE("rms_norm divides by the root mean square and subtracts no mean (hand-
                    "the mean of squares is taken per token over the last axis, not over T");
 }
 
+TEST_CASE("rms_norm of an empty batch or no tokens is an empty result, not an error",
+          "[rms_norm][c:rms_norm.empty-batch]") {
+    // Nothing to normalise is not an error: only D == 0 (a token without features) is.
+    const Tensor1 gamma = vec({1, 1, 1, 1});
+    INFO("x [0, 3, 4] (B = 0): expected an empty [0, 3, 4] result, not an exception");
+    WB_CHECK_SHAPE(wb::rms_norm(Tensor3::from_shape({0, 3, 4}), gamma), (wb::Shape{0, 3, 4}),
+                   "B = 0 gives an empty [B, T, D] result");
+    INFO("x [2, 0, 4] (T = 0): expected an empty [2, 0, 4] result, not an exception");
+    WB_CHECK_SHAPE(wb::rms_norm(Tensor3::from_shape({2, 0, 4}), gamma), (wb::Shape{2, 0, 4}),
+                   "T = 0 gives an empty [B, T, D] result");
+}
+
 // ---- GELU (§5, §21.6) -------------------------------------------------------------------------
 
 TEST_CASE(
     "gelu is the exact erf form of nn.GELU(), gelu_tanh the tanh approximation "
     "(hand-computed)",
-    "[gelu]") {
+    "[gelu][c:gelu.exact-erf][c:gelu_tanh.tanh-form]") {
     const Tensor3 x = rows({-3, -1, -0.5f, 0, 0.5f, 1, 2, 3});
     // torch.nn.GELU()(x)
     const Tensor3 exact = rows({-0.00404987f, -0.15865529f, -0.15426879f, 0.0f, 0.34573120f,
@@ -393,7 +408,8 @@ TEST_CASE(
     CHECK(std::fabs(exact(0, 0, 0) - approx(0, 0, 0)) > 4e-4f);
 }
 
-TEST_CASE("gelu and gelu_tanh match torch on 40 values from -5 to 5", "[gelu][golden]") {
+TEST_CASE("gelu and gelu_tanh match torch on 40 values from -5 to 5",
+          "[gelu][golden][c:gelu.exact-erf][c:gelu_tanh.tanh-form]") {
     const wbtest::Golden g("7-blocks/gelu.txt");
     const Tensor3 x = g.tensor<3>("x");
     WB_CHECK_CLOSE(wb::gelu(x), g.tensor<3>("gelu"), wbtest::golden_tolerance,
@@ -405,7 +421,7 @@ TEST_CASE("gelu and gelu_tanh match torch on 40 values from -5 to 5", "[gelu][go
 // ---- the FFN (§5, §21.6) ----------------------------------------------------------------------
 
 TEST_CASE("ffn matches nn.Sequential(nn.Linear(D, 4D), nn.GELU(), nn.Linear(4D, D))",
-          "[ffn][golden]") {
+          "[ffn][golden][c:ffn.formula]") {
     const wbtest::Golden g("7-blocks/ffn.txt");
     const wb::FfnParams p{{g.tensor<2>("up_w"), g.tensor<1>("up_b")},
                           {g.tensor<2>("down_w"), g.tensor<1>("down_b")}};
@@ -420,7 +436,7 @@ TEST_CASE("ffn matches nn.Sequential(nn.Linear(D, 4D), nn.GELU(), nn.Linear(4D, 
 }
 
 TEST_CASE("ffn works on every position on its own: permuting the tokens permutes the outputs",
-          "[ffn]") {
+          "[ffn][c:ffn.position-wise]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 5, 6}, 81);
     const wb::FfnParams p{random_linear(24, 6, 82), random_linear(6, 24, 83)};
     const Tensor3 y = wb::ffn(x, p);
@@ -445,7 +461,8 @@ TEST_CASE("ffn works on every position on its own: permuting the tokens permutes
 }
 
 TEST_CASE("init_ffn and init_block give the FFN a hidden width of 4D, with the header's seeds",
-          "[ffn][init]") {
+          "[ffn][init][c:init_ffn.seeds][c:init_ffn.shapes]"
+          "[c:init_block.seeds][c:init_block.hidden-4d]") {
     const wb::FfnParams f = wb::init_ffn(6, 10, 90);
     const wb::Linear up = wb::init_linear(6, 10, true, 90), down = wb::init_linear(10, 6, true, 91);
     WB_CHECK_SHAPE(f.up.weight, (wb::Shape{10, 6}), "up is D -> hidden: weight [hidden, D]");
@@ -476,7 +493,8 @@ TEST_CASE("init_ffn and init_block give the FFN a hidden width of 4D, with the h
     }
 }
 
-TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)", "[swiglu]") {
+TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)",
+          "[swiglu][c:swiglu_ffn.formula]") {
     // torch: g = x @ Wg.T + bg, u = x @ Wu.T, (F.silu(g) * u) @ Wd.T + bd with the numbers
     // below gives [[0.30443987, 0.76271343], [-22.003582, 42.951988]].
     // Swapping gate and up gives [[-5.7487, 8.5146], ...]; no SiLU [[-10, 16.6], ...].
@@ -502,12 +520,30 @@ TEST_CASE("swiglu_ffn is down(silu(gate(x)) * up(x)) (hand-computed)", "[swiglu]
                    "(1 + exp(-a)) goes on the GATE branch, not on up");
 }
 
+TEST_CASE("swiglu_ffn works on every position on its own: a token alone gives its own row",
+          "[swiglu][c:swiglu_ffn.position-wise]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 6}, 91);
+    const wb::SwiGluParams p{random_linear(8, 6, 92), random_linear(8, 6, 93),
+                             random_linear(6, 8, 94)};
+    const Tensor3 y = wb::swiglu_ffn(x, p);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t t = 0; t < 4; ++t) {
+            const Tensor3 one = xt::view(x, xt::range(b, b + 1), xt::range(t, t + 1), xt::all());
+            const Tensor3 row = xt::view(y, xt::range(b, b + 1), xt::range(t, t + 1), xt::all());
+            INFO("token [" << b << ", " << t << "] run alone must give row [" << b << ", " << t
+                           << "] of the whole batch's output");
+            WB_CHECK_CLOSE(wb::swiglu_ffn(one, p), row, 1e-6,
+                           "SwiGLU is position-wise: gate, up and down transform only the last "
+                           "axis, so no token reads another");
+        }
+}
+
 // ---- the block (§5) ---------------------------------------------------------------------------
 
 TEST_CASE(
     "a block whose attention and FFN outputs are zero is the identity: the residuals "
     "carry x through",
-    "[block][residual]") {
+    "[block][residual][c:block_forward.residual]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 8}, 101);
     BlockParams p = random_block(8, 2, 110);
     const wb::Mask mask = causal(4);
@@ -540,7 +576,8 @@ TEST_CASE(
 }
 
 TEST_CASE("block_forward is the Pre-LN formula y = x + MHA(LN1(x)), z = y + FFN(LN2(y))",
-          "[block]") {
+          "[block][c:block_forward.pre-ln][c:block_forward.sub-layers]"
+          "[c:block_forward.returns]") {
     // Expected from ref_pre_ln: LayerNorm in double loops, chapter 5's self_attention,
     // chapter 2's linear and an erf GELU.
     const Tensor3 x = wbtest::randn<Tensor3>({2, 5, 8}, 121);
@@ -561,7 +598,9 @@ TEST_CASE("block_forward is the Pre-LN formula y = x + MHA(LN1(x)), z = y + FFN(
 TEST_CASE(
     "post_ln_block_forward is y = LN1(x + MHA(x)), z = LN2(y + FFN(y)), and differs "
     "from Pre-LN",
-    "[block][post-ln]") {
+    "[block][post-ln][c:post_ln_block_forward.post-ln]"
+    "[c:post_ln_block_forward.normalised-output]"
+    "[c:post_ln_block_forward.returns]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 5, 8}, 141);
     const BlockParams p = random_block(8, 2, 150);
     const wb::Mask mask = causal(5);
@@ -596,7 +635,8 @@ TEST_CASE(
 TEST_CASE(
     "block_forward and post_ln_block_forward match torch (nn.MultiheadAttention, "
     "nn.LayerNorm, the FFN, nn.TransformerEncoderLayer)",
-    "[block][golden]") {
+    "[block][golden][c:block_forward.pre-ln]"
+    "[c:post_ln_block_forward.post-ln]") {
     const wbtest::Golden g("7-blocks/block.txt");
     const BlockParams p = golden_block(g, "", 2);
     const wb::Mask mask = golden_mask(g);
@@ -613,7 +653,9 @@ TEST_CASE(
                    "then LN2(y + FFN(y))");
 }
 
-TEST_CASE("a block keeps the shapes: output [B, T, D], weights [B, H, T, T]", "[block][shapes]") {
+TEST_CASE("a block keeps the shapes: output [B, T, D], weights [B, H, T, T]",
+          "[block][shapes][c:block_forward.returns]"
+          "[c:post_ln_block_forward.returns]") {
     struct Case {
         std::size_t B, T, D, H;
     };
@@ -637,7 +679,8 @@ TEST_CASE("a block keeps the shapes: output [B, T, D], weights [B, H, T, T]", "[
 TEST_CASE(
     "stack_forward runs the blocks in order, each on the previous output, then the final "
     "LayerNorm",
-    "[stack]") {
+    "[stack][c:stack_forward.in-order]"
+    "[c:stack_forward.final-norm]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 8}, 181);
     const std::vector<BlockParams> blocks = {random_block(8, 2, 200), random_block(8, 4, 220),
                                              random_block(8, 1, 240)};
@@ -666,7 +709,8 @@ TEST_CASE(
 }
 
 TEST_CASE("stack_forward matches torch: two Pre-LN blocks then a final LayerNorm",
-          "[stack][golden]") {
+          "[stack][golden][c:stack_forward.in-order]"
+          "[c:stack_forward.final-norm]") {
     const wbtest::Golden g("7-blocks/stack.txt");
     const std::vector<BlockParams> blocks = {golden_block(g, "l0_", 2), golden_block(g, "l1_", 2)};
     const LayerNormParams final_norm{g.tensor<1>("final_gamma"), g.tensor<1>("final_beta"), 1e-5f};
@@ -685,7 +729,7 @@ TEST_CASE("stack_forward matches torch: two Pre-LN blocks then a final LayerNorm
 TEST_CASE(
     "a stack of three blocks stays causal: changing token j leaves every output before j "
     "unchanged",
-    "[stack][causal]") {
+    "[stack][causal][c:stack_forward.same-mask]") {
     const std::size_t T = 6;
     const Tensor3 x = wbtest::randn<Tensor3>({2, T, 8}, 281);
     const std::vector<BlockParams> blocks = {random_block(8, 2, 300), random_block(8, 2, 320),
@@ -709,7 +753,9 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("stack_forward with no blocks is the final LayerNorm of x", "[stack]") {
+TEST_CASE("stack_forward with no blocks is the final LayerNorm of x",
+          "[stack][c:stack_forward.no-blocks]"
+          "[c:stack_forward.final-norm]") {
     // Documented decision: an empty list is allowed, like an empty nn.ModuleList.
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 6}, 381);
     const LayerNormParams final_norm = random_ln(6, 382);
@@ -723,7 +769,8 @@ TEST_CASE("stack_forward with no blocks is the final LayerNorm of x", "[stack]")
 // ---- errors -----------------------------------------------------------------------------------
 
 TEST_CASE("layer_norm rejects gamma or beta that are not [D], D == 0 and eps <= 0",
-          "[layer_norm][errors]") {
+          "[layer_norm][errors][c:layer_norm.bad-shape]"
+          "[c:layer_norm.bad-eps]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 4}, 1);
     LayerNormParams bad_gamma = ln_params(4);
     bad_gamma.gamma = xt::ones<float>({5});
@@ -747,7 +794,8 @@ TEST_CASE("layer_norm rejects gamma or beta that are not [D], D == 0 and eps <= 
                     "wb::layer_norm", "eps");
 }
 
-TEST_CASE("rms_norm rejects gamma that is not [D], D == 0 and eps <= 0", "[rms_norm][errors]") {
+TEST_CASE("rms_norm rejects gamma that is not [D], D == 0 and eps <= 0",
+          "[rms_norm][errors][c:rms_norm.bad-shape][c:rms_norm.bad-eps]") {
     const Tensor3 x = wbtest::randn<Tensor3>({1, 2, 4}, 2);
     WB_CHECK_THROWS(wb::ShapeError, wb::rms_norm(x, vec({1, 1, 1})), "gamma is [D] = [4]",
                     "wb::rms_norm", "gamma", "[3]", "[4]");
@@ -759,7 +807,9 @@ TEST_CASE("rms_norm rejects gamma that is not [D], D == 0 and eps <= 0", "[rms_n
 }
 
 TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm eps",
-          "[rms_norm][block][errors]") {
+          "[rms_norm][block][errors][c:rms_norm.bad-eps]"
+          "[c:post_ln_block_forward.bad-params]"
+          "[c:block_forward.bad-eps]") {
     // A negative eps can make ms + eps negative (sqrt gives NaN); a NaN eps fails every
     // comparison, so test !(eps > 0).
     const Tensor3 x = wbtest::randn<Tensor3>({1, 2, 4}, 2);
@@ -780,7 +830,8 @@ TEST_CASE("rms_norm rejects a negative or NaN eps, and Post-LN a bad LayerNorm e
 }
 
 TEST_CASE("init_layer_norm, init_ffn and init_block reject zero widths and D % H != 0",
-          "[init][errors]") {
+          "[init][errors][c:init_layer_norm.zero-width]"
+          "[c:init_ffn.zero-width][c:init_block.bad-heads]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::init_layer_norm(0), "D must be >= 1", "wb::init_layer_norm",
                     "D = 0");
     WB_CHECK_THROWS(wb::ShapeError, wb::init_ffn(0, 8, 1), "D must be >= 1", "wb::init_ffn",
@@ -795,7 +846,8 @@ TEST_CASE("init_layer_norm, init_ffn and init_block reject zero widths and D % H
     WB_CHECK_THROWS(wb::ShapeError, wb::init_block(0, 1, 1), "D == 0", "wb::init_block", "D = 0");
 }
 
-TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other", "[ffn][errors]") {
+TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other",
+          "[ffn][errors][c:ffn.bad-shape][c:swiglu_ffn.bad-shape]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 4}, 3);
     const wb::FfnParams good{random_linear(16, 4, 10), random_linear(4, 16, 11)};
     wb::FfnParams bad_up = good;
@@ -843,7 +895,9 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other", "[
 TEST_CASE(
     "block_forward and post_ln_block_forward reject parameters that do not fit x, naming "
     "the parameter",
-    "[block][errors]") {
+    "[block][errors][c:block_forward.bad-shape]"
+    "[c:block_forward.bad-eps][c:block_forward.attention-errors]"
+    "[c:post_ln_block_forward.bad-params]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 8}, 4);
     const BlockParams good = random_block(8, 2, 500);
     BlockParams bad_ln2 = good;
@@ -890,7 +944,9 @@ TEST_CASE(
                     "wb::multi_head_attention", "mask", "[1, 4, 4]");
 }
 
-TEST_CASE("stack_forward names the block and the final norm that do not fit", "[stack][errors]") {
+TEST_CASE("stack_forward names the block and the final norm that do not fit",
+          "[stack][errors][c:stack_forward.bad-params]"
+          "[c:stack_forward.checked-first]") {
     const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 8}, 6);
     std::vector<BlockParams> blocks = {random_block(8, 2, 600), random_block(8, 2, 620)};
     const LayerNormParams good_final = ln_params(8);

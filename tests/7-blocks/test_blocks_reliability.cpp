@@ -8,7 +8,8 @@
 // eps would make every rstd 0 and hide the input entirely.
 
 TEST_CASE("layer_norm and rms_norm refuse an infinite eps, as chapter 8 does",
-          "[layer_norm][errors]") {
+          "[layer_norm][errors][c:layer_norm.bad-eps]"
+          "[c:rms_norm.bad-eps]") {
     const wb::Tensor3 x = wbtest::randn<wb::Tensor3>({1, 2, 4}, 7);
     wb::LayerNormParams p = wb::init_layer_norm(4);
     p.eps = std::numeric_limits<float>::infinity();

@@ -85,7 +85,8 @@ const std::string kGradHint =
 
 // ---- Linear ---------------------------------------------------------------------------------
 
-TEST_CASE("linear_backward matches PyTorch's autograd in float", "[linear][backward]") {
+TEST_CASE("linear_backward matches PyTorch's autograd in float",
+          "[linear_backward][linear][backward][c:linear_backward.gradients]") {
     const wbtest::Golden g("8-training/layers_linear.txt");
     const Mf x = g.tensor<2>("x"), w = g.tensor<2>("weight"), dy = g.tensor<2>("dy");
     Mf dx;
@@ -102,7 +103,7 @@ TEST_CASE("linear_backward matches PyTorch's autograd in float", "[linear][backw
 }
 
 TEST_CASE("linear_backward passes the gradient check in double, with bias",
-          "[linear][backward][gradcheck]") {
+          "[linear_backward][linear][backward][gradcheck][c:linear_backward.gradients]") {
     struct Case {
         std::size_t N, in, out;
     };
@@ -125,7 +126,8 @@ TEST_CASE("linear_backward passes the gradient check in double, with bias",
 }
 
 TEST_CASE("linear_backward without bias passes the gradient check and leaves dbias empty",
-          "[linear][backward][gradcheck]") {
+          "[linear_backward][linear][backward][gradcheck][c:linear_backward.gradients]"
+          "[c:linear_backward.dbias-accumulated-or-empty]") {
     Md x = wbtest::randn<Md>({3, 7}, 21);
     Md w = wbtest::randn<Md>({5, 7}, 22);
     const Md r = wbtest::randn<Md>({3, 5}, 23);
@@ -141,7 +143,9 @@ TEST_CASE("linear_backward without bias passes the gradient check and leaves dbi
 }
 
 TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns dx",
-          "[linear][backward][accumulate]") {
+          "[linear_backward][linear][backward][accumulate][c:linear_backward.dx-assigned]"
+          "[c:linear_backward.dweight-accumulated]"
+          "[c:linear_backward.dbias-accumulated-or-empty]") {
     // By hand: x = [[1, 2], [3, 4]], W = [[1, 0], [0, 1], [1, 1]], dy = [[1, 0, 1], [0, 1, 0]].
     //   dx = dy W    = [[1+1, 0+1], [0, 1]]          = [[2, 1], [0, 1]]
     //   dW = dyᵀ x   = [[1, 2], [3, 4], [1, 2]]      (row o = Σ_n dy[n, o] x[n])
@@ -169,7 +173,8 @@ TEST_CASE("linear_backward accumulates dweight and dbias over calls but assigns 
 
 // ---- LayerNorm ------------------------------------------------------------------------------
 
-TEST_CASE("layer_norm_backward matches PyTorch's autograd in float", "[layer_norm][backward]") {
+TEST_CASE("layer_norm_backward matches PyTorch's autograd in float",
+          "[layer_norm_backward][layer_norm][backward][c:layer_norm_backward.gradients]") {
     const wbtest::Golden g("8-training/layers_layer_norm.txt");
     const Mf x = g.tensor<2>("x"), dy = g.tensor<2>("dy");
     const Vf gamma = g.tensor<1>("gamma");
@@ -186,7 +191,8 @@ TEST_CASE("layer_norm_backward matches PyTorch's autograd in float", "[layer_nor
 }
 
 TEST_CASE("layer_norm_backward passes the gradient check in double for D = 1, 5, 7",
-          "[layer_norm][backward][gradcheck]") {
+          "[layer_norm_backward][layer_norm][backward][gradcheck]"
+          "[c:layer_norm_backward.gradients]") {
     struct Case {
         std::size_t N, D;
     };
@@ -217,7 +223,9 @@ TEST_CASE("layer_norm_backward passes the gradient check in double for D = 1, 5,
 }
 
 TEST_CASE("layer_norm_backward accumulates dgamma and dbeta over calls but assigns dx",
-          "[layer_norm][backward][accumulate]") {
+          "[layer_norm_backward][layer_norm][backward][accumulate]"
+          "[c:layer_norm_backward.dx-assigned][c:layer_norm_backward.dgamma-accumulated]"
+          "[c:layer_norm_backward.dbeta-accumulated]") {
     const wbtest::Golden g("8-training/layers_layer_norm.txt");
     const Mf x = g.tensor<2>("x"), dy = g.tensor<2>("dy");
     const Vf gamma = g.tensor<1>("gamma");
@@ -240,7 +248,7 @@ TEST_CASE("layer_norm_backward accumulates dgamma and dbeta over calls but assig
 // ---- GELU -----------------------------------------------------------------------------------
 
 TEST_CASE("gelu_backward is the derivative of the exact erf form x Φ(x) at known points",
-          "[gelu]") {
+          "[gelu_backward][gelu][c:gelu_backward.gradient]") {
     // python: the derivative of x * 0.5 * (1 + math.erf(x / math.sqrt(2))),
     //         Phi(x) + x * math.exp(-x*x/2) / math.sqrt(2*math.pi)
     const Mf x = {{-3.0f, -1.0f, 0.0f, 0.5f, 1.0f, 2.0f}};
@@ -251,14 +259,16 @@ TEST_CASE("gelu_backward is the derivative of the exact erf form x Φ(x) at know
                    "x = 1 instead of 1.083");
 }
 
-TEST_CASE("gelu_backward matches PyTorch's autograd of F.gelu in float", "[gelu][backward]") {
+TEST_CASE("gelu_backward matches PyTorch's autograd of F.gelu in float",
+          "[gelu_backward][gelu][backward][c:gelu_backward.gradient]") {
     const wbtest::Golden g("8-training/layers_gelu.txt");
     const Mf x = g.tensor<2>("x");
     WB_CHECK_CLOSE(wb::gelu_backward(Mf(g.tensor<2>("dy")), x), g.tensor<2>("dx"), kGolden,
                    "dx = dy · (Φ(x) + x φ(x)), φ(x) = exp(−x²/2) / √(2π)");
 }
 
-TEST_CASE("gelu_backward passes the gradient check in double", "[gelu][backward][gradcheck]") {
+TEST_CASE("gelu_backward passes the gradient check in double",
+          "[gelu_backward][gelu][backward][gradcheck][c:gelu_backward.gradient]") {
     struct Case {
         std::size_t N, F;
     };
@@ -279,7 +289,8 @@ TEST_CASE("gelu_backward passes the gradient check in double", "[gelu][backward]
 // ---- Causal attention -----------------------------------------------------------------------
 
 TEST_CASE("causal_attention_backward matches PyTorch's autograd and assigns dq, dk, dv",
-          "[attention][backward]") {
+          "[causal_attention_backward][attention][backward]"
+          "[c:causal_attention_backward.gradients][c:causal_attention_backward.assigned]") {
     const wbtest::Golden g("8-training/layers_attention.txt");
     const Cf q = g.tensor<4>("q"), k = g.tensor<4>("k"), v = g.tensor<4>("v");
     Cf weights;
@@ -298,7 +309,8 @@ TEST_CASE("causal_attention_backward matches PyTorch's autograd and assigns dq, 
 }
 
 TEST_CASE("causal_attention_backward passes the gradient check in double, T = 1 included",
-          "[attention][backward][gradcheck]") {
+          "[causal_attention_backward][attention][backward][gradcheck]"
+          "[c:causal_attention_backward.gradients]") {
     struct Case {
         std::size_t B, H, T, d;
     };
@@ -330,7 +342,8 @@ TEST_CASE("causal_attention_backward passes the gradient check in double, T = 1 
 }
 
 TEST_CASE("causal_attention_backward sends no gradient from a query to future keys",
-          "[attention][backward]") {
+          "[causal_attention_backward][attention][backward]"
+          "[c:causal_attention_backward.gradients]") {
     // Query i reads keys j <= i only, so dout_i must not reach dk_j or dv_j for j > i, and it
     // reaches dq only at position i.
     const std::size_t B = 1, H = 2, T = 5, d = 3;
@@ -364,7 +377,7 @@ TEST_CASE("causal_attention_backward sends no gradient from a query to future ke
 // ---- RoPE -----------------------------------------------------------------------------------
 
 TEST_CASE("rope_backward turns the gradient back by the angle, on a hand example",
-          "[rope][backward]") {
+          "[rope_backward][rope][backward][c:rope_backward.gradient]") {
     // d = 2 (one pair, θ_0 = base^0 = 1), the token at position p = offset = 1: the forward
     // turned (x0, x1) by +1 radian, so dy = (1, 0) comes back turned by −1 radian:
     // dx = (cos 1, −sin 1) = (0.540302306, −0.841470985) (python math).
@@ -379,7 +392,8 @@ TEST_CASE("rope_backward turns the gradient back by the angle, on a hand example
 }
 
 TEST_CASE("rope_backward passes the gradient check in double, with offsets",
-          "[rope][backward][gradcheck]") {
+          "[rope_backward][rope][backward][gradcheck][c:rope_backward.gradient]"
+          "[c:rope_backward.offset-used]") {
     struct Case {
         std::size_t B, H, T, d;
         std::int64_t offset;
@@ -401,7 +415,8 @@ TEST_CASE("rope_backward passes the gradient check in double, with offsets",
 }
 
 TEST_CASE("rope_backward rejects an odd head width, a negative offset and a bad base",
-          "[rope][errors]") {
+          "[rope_backward][rope][errors][c:rope_backward.odd-width]"
+          "[c:rope_backward.bad-offset-or-base]") {
     const Cf odd = xt::zeros<float>({1, 1, 2, 3});
     WB_CHECK_THROWS(wb::ShapeError, wb::rope_backward(odd, 0, 10000.0f),
                     "RoPE turns pairs: d must be even", "wb::rope_backward", "[1, 1, 2, 3]");
@@ -415,7 +430,8 @@ TEST_CASE("rope_backward rejects an odd head width, a negative offset and a bad 
 // ---- Embedding ------------------------------------------------------------------------------
 
 TEST_CASE("embedding_backward sums the gradients of repeated ids and accumulates",
-          "[embedding][backward][accumulate]") {
+          "[embedding_backward][embedding][backward][accumulate]"
+          "[c:embedding_backward.sum-repeated][c:embedding_backward.accumulated]") {
     // ids [B=2, T=3] = [[2, 0, 2], [1, 2, 0]]; V = 4, D = 2; dout row r = [2r + 1, 2r + 2].
     // By hand: id 2 <- rows 0, 2, 4 = [1+5+9, 2+6+10] = [15, 18]
     //          id 0 <- rows 1, 5    = [3+11, 4+12]    = [14, 16]
@@ -435,7 +451,8 @@ TEST_CASE("embedding_backward sums the gradients of repeated ids and accumulates
 }
 
 TEST_CASE("embedding_backward passes the gradient check in double, T = 1 included",
-          "[embedding][backward][gradcheck]") {
+          "[embedding_backward][embedding][backward][gradcheck]"
+          "[c:embedding_backward.sum-repeated]") {
     struct Case {
         wb::TokenIds ids;
         std::size_t V, D;
@@ -462,7 +479,8 @@ TEST_CASE("embedding_backward passes the gradient check in double, T = 1 include
 // ---- Cross entropy --------------------------------------------------------------------------
 
 TEST_CASE("cross entropy is -log softmax at the target, computed from raw logits",
-          "[cross_entropy]") {
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy]"
+          "[c:cross_entropy_forward.mean-loss][c:cross_entropy_backward.gradient]") {
     // python math: log(e + e² + e³) - 3 = 0.407605964 (target 2), - 1 = 2.40760596 (target 0).
     const Mf logits = {{1, 2, 3}, {1, 2, 3}};
     WB_CHECK_CLOSE((Vf{wb::cross_entropy_forward(Mf{{1, 2, 3}}, Targets{2}, -1)}),
@@ -480,7 +498,9 @@ TEST_CASE("cross entropy is -log softmax at the target, computed from raw logits
                    "dlogits = (softmax(z) − onehot(target)) / n_valid");
 }
 
-TEST_CASE("cross entropy is stable for logits of +-1000", "[cross_entropy]") {
+TEST_CASE("cross entropy is stable for logits of +-1000",
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy]"
+          "[c:cross_entropy_forward.mean-loss][c:cross_entropy_backward.gradient]") {
     // python math: row 0 log(1 + e^-1000 + e^-2000) = 0; row 1 1000 + 1000 + log(1 + ...) = 2000;
     // row 2 log(3) = 1.09861229. Mean = (0 + 2000 + 1.09861229) / 3 = 667.032871.
     const Mf logits = {{1000, -1000, 0}, {-1000, 1000, 0}, {-1000, -1000, -1000}};
@@ -501,7 +521,8 @@ TEST_CASE("cross entropy is stable for logits of +-1000", "[cross_entropy]") {
 }
 
 TEST_CASE("cross entropy with ignore_index -1 matches PyTorch's F.cross_entropy",
-          "[cross_entropy][golden]") {
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy][golden]"
+          "[c:cross_entropy_forward.ignore-index][c:cross_entropy_backward.gradient]") {
     const wbtest::Golden g("8-training/layers_cross_entropy.txt");
     const Mf logits = g.tensor<2>("logits");
     const Targets targets = as_targets(g.tensor<1>("targets"));  // rows 1 and 4 are -1
@@ -515,7 +536,8 @@ TEST_CASE("cross entropy with ignore_index -1 matches PyTorch's F.cross_entropy"
 }
 
 TEST_CASE("padding rows with any logits leave the loss and the other rows' gradients unchanged",
-          "[cross_entropy][padding]") {
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy][padding]"
+          "[c:cross_entropy_forward.ignore-index][c:cross_entropy_backward.gradient]") {
     // The 4 valid rows of the golden case, alone; then with 3 padding rows (target -1) of wild
     // logits interleaved. torch's loss over the valid rows is the golden loss (the script
     // asserts F.cross_entropy(valid rows) == F.cross_entropy(all rows, ignore_index=-1)).
@@ -554,7 +576,8 @@ TEST_CASE("padding rows with any logits leave the loss and the other rows' gradi
 }
 
 TEST_CASE("cross entropy with every row ignored is 0 with a zero gradient",
-          "[cross_entropy][padding]") {
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy][padding]"
+          "[c:cross_entropy_forward.no-valid-row][c:cross_entropy_backward.gradient]") {
     const Mf logits = {{1, 2, 3}, {1e4f, 0, -1e4f}};
     const Targets targets = {-1, -1};
     const float loss = wb::cross_entropy_forward(logits, targets, -1);
@@ -569,7 +592,8 @@ TEST_CASE("cross entropy with every row ignored is 0 with a zero gradient",
 }
 
 TEST_CASE("cross_entropy_backward passes the gradient check in double, with ignored rows",
-          "[cross_entropy][backward][gradcheck]") {
+          "[cross_entropy_backward][cross_entropy_forward][cross_entropy][backward][gradcheck]"
+          "[c:cross_entropy_backward.gradient][c:cross_entropy_forward.ignore-index]") {
     struct Case {
         std::size_t N, V;
         Targets targets;
@@ -595,7 +619,8 @@ TEST_CASE("cross_entropy_backward passes the gradient check in double, with igno
 
 // ---- Errors ---------------------------------------------------------------------------------
 
-TEST_CASE("linear_backward rejects mismatched shapes", "[linear][errors]") {
+TEST_CASE("linear_backward rejects mismatched shapes",
+          "[linear_backward][linear][errors][c:linear_backward.shape-mismatch]") {
     const Mf x = xt::zeros<float>({2, 3});
     const Mf w = xt::zeros<float>({4, 3});
     Mf dx;
@@ -619,7 +644,9 @@ TEST_CASE("linear_backward rejects mismatched shapes", "[linear][errors]") {
                     "weight [out, in] must match x's in = 3", "wb::linear_backward", "[4, 2]");
 }
 
-TEST_CASE("layer_norm_backward rejects mismatched shapes and a bad eps", "[layer_norm][errors]") {
+TEST_CASE("layer_norm_backward rejects mismatched shapes and a bad eps",
+          "[layer_norm_backward][layer_norm][errors][c:layer_norm_backward.shape-mismatch]"
+          "[c:layer_norm_backward.bad-eps]") {
     const Mf x = xt::zeros<float>({2, 5});
     const Vf g5 = xt::ones<float>({5}), g4 = xt::ones<float>({4});
     Mf dx;
@@ -641,7 +668,8 @@ TEST_CASE("layer_norm_backward rejects mismatched shapes and a bad eps", "[layer
                     "wb::layer_norm_backward", "eps");
 }
 TEST_CASE("gelu_backward and causal attention reject mismatched shapes",
-          "[gelu][attention][errors]") {
+          "[gelu_backward][causal_attention_backward][gelu][attention][errors]"
+          "[c:gelu_backward.shape-mismatch][c:causal_attention_backward.shape-mismatch]") {
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::gelu_backward(Mf(xt::zeros<float>({2, 3})), Mf(xt::zeros<float>({3, 2}))),
                     "dy and x must have one shape", "wb::gelu_backward", "[2, 3]", "[3, 2]");
@@ -668,13 +696,17 @@ TEST_CASE("gelu_backward and causal attention reject mismatched shapes",
 
 TEST_CASE(
     "embedding_backward rejects ids out of range and mismatched shapes, leaving dtable unchanged",
-    "[embedding][errors]") {
+    "[embedding_backward][embedding][errors][c:embedding_backward.bad-id]"
+    "[c:embedding_backward.shape-mismatch]") {
     const Mf dout = xt::ones<float>({6, 2});
     Mf dtable = xt::zeros<float>({5, 2});
     WB_CHECK_THROWS(wb::ValueError,
                     wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 4, 5}}, dout, dtable),
                     "ids must be in [0, V) = [0, 5): 5 is one past the end",
-                    "wb::embedding_backward", "ids[1, 2] = 5", "[0, 5)");
+                    "wb::embedding_backward", "ids[1, 2] = 5");
+    WB_CHECK_THROWS(
+        wb::ValueError, wb::embedding_backward(wb::TokenIds{{0, 1, 2}, {3, 7, 4}}, dout, dtable),
+        "ids must be in [0, V) = [0, 5)", "wb::embedding_backward", "ids[1, 1] = 7", "5");
     WB_CHECK_THROWS(wb::ValueError,
                     wb::embedding_backward(wb::TokenIds{{0, -1, 2}, {3, 4, 4}}, dout, dtable),
                     "a negative id is out of range", "wb::embedding_backward", "ids[0, 1] = -1");
@@ -692,7 +724,9 @@ TEST_CASE(
 }
 
 TEST_CASE("cross entropy rejects targets of the wrong shape or out of range",
-          "[cross_entropy][errors]") {
+          "[cross_entropy_forward][cross_entropy_backward][cross_entropy][errors]"
+          "[c:cross_entropy_forward.targets-shape][c:cross_entropy_forward.bad-target]"
+          "[c:cross_entropy_backward.errors]") {
     const Mf logits = xt::zeros<float>({4, 5});
     WB_CHECK_THROWS(wb::ShapeError, wb::cross_entropy_forward(logits, Targets{0, 1, 2}, -1),
                     "one target per row: targets must be [N] = [4]", "wb::cross_entropy_forward",

@@ -97,7 +97,7 @@ double max_abs_diff_rows(const E& a, const E& b, std::size_t row_begin, std::siz
 // ---- parameters: init, order, zeros ------------------------------------------------------------
 
 TEST_CASE("init_gpt gives each tensor its shape, N(0, 0.02) weights, zero biases, unit gains",
-          "[model][init]") {
+          "[init_gpt][model][init][c:init_gpt.shapes][c:init_gpt.values][c:init_gpt.seeded]") {
     const GptConfig c{64, 16, 32, 4, 2};
     const GptParams<float> p = wb::init_gpt<float>(c, 1234);
     REQUIRE(p.blocks.size() == 2);
@@ -142,7 +142,8 @@ TEST_CASE("init_gpt gives each tensor its shape, N(0, 0.02) weights, zero biases
 TEST_CASE(
     "parameters lists every tensor in the documented order, with names, shapes and "
     "pointers into the model",
-    "[model][parameters]") {
+    "[model][parameters][c:parameters.order][c:parameters.point-into-model]"
+    "[c:parameters.names-shapes][c:parameters.const-same]") {
     const GptConfig c{5, 4, 8, 2, 2};
     GptParams<float> p = wb::init_gpt<float>(c, 7);
     const std::vector<wb::ParamRef<float>> refs = wb::parameters(p);
@@ -180,7 +181,8 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("zeros_like and zero_grad set every tensor to 0, not only the first", "[model][grads]") {
+TEST_CASE("zeros_like and zero_grad set every tensor to 0, not only the first",
+          "[zeros_like][zero_grad][model][grads][c:zeros_like.zeros][c:zero_grad.every-tensor]") {
     const GptConfig c{5, 4, 8, 2, 2};
     const GptParams<float> p = wbtest::random_params<float>(c, 3);
     GptParams<float> z = wb::zeros_like(p);
@@ -204,7 +206,8 @@ TEST_CASE("zeros_like and zero_grad set every tensor to 0, not only the first", 
 // ---- next-token targets (§15) ------------------------------------------------------------------
 
 TEST_CASE("shift_for_next_token: inputs are tokens[:, :-1], targets are tokens[:, 1:]",
-          "[model][shift]") {
+          "[shift_for_next_token][model][shift][c:shift_for_next_token.shift]"
+          "[c:shift_for_next_token.bad-shape]") {
     // §15: inputs "我 喜欢 小猫", targets "喜欢 小猫 <next>": the same tokens, one step later.
     const TokenIds tokens = {{10, 11, 12, 13, 14}, {20, 21, 22, 23, 24}};
     const wb::NextToken s = wb::shift_for_next_token(tokens);
@@ -231,7 +234,8 @@ TEST_CASE("shift_for_next_token: inputs are tokens[:, :-1], targets are tokens[:
 // ---- forward and backward against PyTorch --------------------------------------------------
 
 TEST_CASE("the loss and logits of a tiny GPT match PyTorch, with ignored targets",
-          "[model][forward][golden]") {
+          "[gpt_forward][gpt_logits][model][forward][golden][c:gpt_forward.recipe]"
+          "[c:gpt_forward.ignore-index][c:gpt_logits.logits]") {
     GoldenCase k("8-training/model_tiny.txt");  // V=11 T_max=8 D=12 H=3 L=2, B=2 T=5
     wb::GptCache<float> cache;
     const float loss = wb::gpt_forward(k.params, k.config, k.inputs, k.targets, -1, cache);
@@ -248,7 +252,7 @@ TEST_CASE("the loss and logits of a tiny GPT match PyTorch, with ignored targets
 }
 
 TEST_CASE("every parameter's gradient of a tiny GPT matches PyTorch's autograd",
-          "[model][backward][golden]") {
+          "[gpt_backward][model][backward][golden][c:gpt_backward.gradients]") {
     GoldenCase k("8-training/model_tiny.txt");
     wb::GptCache<float> cache;
     wb::gpt_forward(k.params, k.config, k.inputs, k.targets, -1, cache);
@@ -258,7 +262,8 @@ TEST_CASE("every parameter's gradient of a tiny GPT matches PyTorch's autograd",
 }
 
 TEST_CASE("a full-length batch (T = T_max) matches PyTorch: loss, logits and gradients",
-          "[model][backward][golden]") {
+          "[gpt_forward][gpt_backward][model][backward][golden][c:gpt_forward.recipe]"
+          "[c:gpt_backward.gradients]") {
     GoldenCase k("8-training/model_full_length.txt");  // V=7 T_max=4 D=8 H=2 L=1, B=3 T=4
     wb::GptCache<float> cache;
     const float loss = wb::gpt_forward(k.params, k.config, k.inputs, k.targets, -1, cache);
@@ -272,7 +277,7 @@ TEST_CASE("a full-length batch (T = T_max) matches PyTorch: loss, logits and gra
 }
 
 TEST_CASE("whole-model gradient check: every parameter, learned positions and RoPE",
-          "[model][backward][gradcheck]") {
+          "[gpt_backward][model][backward][gradcheck][c:gpt_backward.gradients]") {
     // V=5 T_max=4 D=8 H=2 L=2, B=2 T=3, one target ignored. gpt_backward runs in float (the
     // model is made of chapters 2–7's float functions); the slope it must match is measured
     // on the same weights in double, by central differences of forward_double.hpp's GPT (the
@@ -325,7 +330,8 @@ TEST_CASE("whole-model gradient check: every parameter, learned positions and Ro
 TEST_CASE(
     "the model is chapters 2–7 composed: gpt_logits equals embed, add_positions, "
     "block_forward, layer_norm and lm_head on the same weights",
-    "[model][forward][chapters]") {
+    "[gpt_logits][gpt_forward][model][forward][chapters][c:gpt_logits.logits]"
+    "[c:gpt_forward.recipe]") {
     // Built here from the chapters' own functions (chapter 7's block_forward calls chapter 5's
     // self_attention), so a mistake in any earlier chapter shows up in the model too.
     const GptConfig c{7, 6, 8, 2, 2};
@@ -356,7 +362,9 @@ TEST_CASE(
                    "with causal_mask, the FFN with gelu, both residuals), the final layer_norm "
                    "and lm_head. Call those functions rather than writing the layers again");
 }
-TEST_CASE("gradients accumulate across backward calls until zero_grad", "[model][grads]") {
+TEST_CASE("gradients accumulate across backward calls until zero_grad",
+          "[gpt_backward][zero_grad][model][grads][c:gpt_backward.accumulates]"
+          "[c:zero_grad.every-tensor]") {
     GoldenCase k("8-training/model_full_length.txt");
     wb::GptCache<float> cache;
     wb::gpt_forward(k.params, k.config, k.inputs, k.targets, -1, cache);
@@ -387,7 +395,7 @@ TEST_CASE("gradients accumulate across backward calls until zero_grad", "[model]
 TEST_CASE(
     "logits are causal: changing input token j leaves every earlier position's logits "
     "unchanged",
-    "[model][causal]") {
+    "[gpt_logits][model][causal][c:gpt_logits.logits]") {
     const GptConfig c{9, 6, 8, 2, 2};
     const GptParams<float> p = wbtest::random_params<float>(c, 21);
     const TokenIds inputs = {{1, 5, 2, 8, 0, 3}, {4, 4, 7, 1, 6, 2}};
@@ -413,7 +421,7 @@ TEST_CASE(
 }
 
 TEST_CASE("positions matter: one token repeated gives different logits at each position",
-          "[model][positions]") {
+          "[gpt_logits][model][positions][c:gpt_logits.logits]") {
     // Without wpe, attention over identical tokens is identical at every position (each reads
     // an average of copies of itself), so every row of logits would be the same.
     const GptConfig c{6, 5, 8, 2, 1};
@@ -434,7 +442,8 @@ TEST_CASE("positions matter: one token repeated gives different logits at each p
 TEST_CASE(
     "with zero attention and FFN outputs every block is the identity (the residual) and "
     "logits = LN_f(wte[id] + wpe[t]) · lm_headᵀ (hand-computed)",
-    "[model][residual]") {
+    "[gpt_logits][gpt_forward][model][residual][c:gpt_logits.logits]"
+    "[c:gpt_forward.recipe]") {
     // V=3 T_max=2 D=2 H=1 L=1; w_o, b_o, w_proj, b_proj = 0, so each half-block adds 0 and
     // the stream passes through unchanged. By hand (LayerNorm eps 1e-5, gamma [1, 2],
     // beta [0.5, -0.5], lm_head rows [1, 0], [0, 1], [1, 1]):
@@ -463,7 +472,8 @@ TEST_CASE(
                    "far from ±1.5 mean the final LayerNorm ln_f was skipped");
 }
 
-TEST_CASE("a fresh model predicts about uniformly: its loss is about log V", "[model][init]") {
+TEST_CASE("a fresh model predicts about uniformly: its loss is about log V",
+          "[init_gpt][gpt_forward][model][init][c:init_gpt.values][c:gpt_forward.recipe]") {
     // init_gpt's weights are N(0, 0.02²): the logits are nearly 0, so every token has
     // probability ≈ 1/V and the cross entropy ≈ log V = log 50 = 3.912 (math.log(50)).
     const GptConfig c{50, 8, 16, 2, 2};
@@ -482,7 +492,9 @@ TEST_CASE("a fresh model predicts about uniformly: its loss is about log V", "[m
 // ---- errors ----------------------------------------------------------------------------------
 
 TEST_CASE("bad configs, T > T_max, out-of-range ids and mismatched shapes raise clear errors",
-          "[model][errors]") {
+          "[init_gpt][gpt_forward][gpt_logits][model][errors][c:init_gpt.bad-config]"
+          "[c:gpt_forward.too-long][c:gpt_logits.value-errors][c:gpt_forward.bad-id]"
+          "[c:gpt_forward.shape-errors][c:gpt_logits.shape-errors]") {
     WB_CHECK_THROWS(wb::ShapeError, wb::init_gpt<float>(GptConfig{11, 8, 10, 3, 2}, 0),
                     "H must divide D", "wb::init_gpt", "D = 10", "H = 3");
     WB_CHECK_THROWS(wb::ShapeError, wb::init_gpt<float>(GptConfig{0, 8, 12, 3, 2}, 0),
@@ -527,7 +539,7 @@ TEST_CASE("bad configs, T > T_max, out-of-range ids and mismatched shapes raise 
 }
 
 TEST_CASE("gpt_forward rejects an empty batch and a config whose H does not divide D",
-          "[model][errors]") {
+          "[gpt_forward][model][errors][c:gpt_forward.shape-errors]") {
     const GptConfig c{11, 8, 12, 3, 2};
     const GptParams<float> p = wb::init_gpt<float>(c, 1);
     wb::GptCache<float> cache;
@@ -549,14 +561,14 @@ TEST_CASE("gpt_forward rejects an empty batch and a config whose H does not divi
 }
 
 TEST_CASE("gpt_backward needs the loss of a gpt_forward and grads shaped like the model",
-          "[model][errors]") {
+          "[gpt_backward][model][errors][c:gpt_backward.no-loss][c:gpt_backward.param-shapes]") {
     const GptConfig c{7, 4, 8, 2, 1};
     const GptParams<float> p = wb::init_gpt<float>(c, 2);
     GptParams<float> grads = wbtest::zero_params(p);
     const wb::GptCache<float> empty;
     WB_CHECK_THROWS(wb::ValueError, wb::gpt_backward(p, c, empty, grads),
                     "there is nothing to differentiate before a forward", "wb::gpt_backward",
-                    "gpt_forward");
+                    "loss");
     wb::GptCache<float> cache;
     wb::gpt_forward(p, c, constant_ids(1, 3, 2), constant_ids(1, 3, 4), -1, cache);
     GptParams<float> wrong = grads;

@@ -115,7 +115,8 @@ bool bits_equal(const T& a, const T& b) {
 
 // ---- AdamW -----------------------------------------------------------------------------------
 
-TEST_CASE("AdamW matches three steps computed by hand", "[optim][adamw]") {
+TEST_CASE("AdamW matches three steps computed by hand",
+          "[adamw_step][optim][adamw][c:adamw_step.update][c:adamw_step.step-counted]") {
     // lr 0.1, betas (0.9, 0.999), eps 1e-8, weight decay 0.1; p0 = [1, -2];
     // g1 = [0.5, -0.1], g2 = [-0.3, 0.2], g3 = [0.4, 0.0]. By hand with Python's math module:
     //   step 1: p = p·(1 - 0.01) - 0.1·m̂/(sqrt(v̂) + eps) = [0.89, -1.88]
@@ -152,7 +153,8 @@ TEST_CASE("AdamW matches three steps computed by hand", "[optim][adamw]") {
 }
 
 TEST_CASE("AdamW matches torch.optim.AdamW over three steps on every tensor of a GPT",
-          "[optim][adamw][golden]") {
+          "[adamw_step][optim][adamw][golden][c:adamw_step.update]"
+          "[c:adamw_step.decay-every-tensor]") {
     const Golden g("8-training/adamw_three_steps.txt");
     const GptConfig c = wbtest::golden_config(g);
     const auto hyper = g.tensor<1>("hyper");  // lr 0.05, betas (0.8, 0.95), eps 1e-6, wd 0.1
@@ -197,7 +199,7 @@ TEST_CASE("AdamW matches torch.optim.AdamW over three steps on every tensor of a
 }
 
 TEST_CASE("weight decay is decoupled: with a zero gradient the parameter shrinks by lr·wd·p",
-          "[optim][adamw][decay]") {
+          "[adamw_step][optim][adamw][decay][c:adamw_step.update]") {
     // p = [2, -0.5], g = 0, lr 0.1, wd 0.1. AdamW: p ← p·(1 - lr·wd) = [1.98, -0.495], and
     // m = v = 0 add nothing. Adam + L2 would add wd·p to g: g' = [0.2, -0.05], and its first
     // step moves by lr·sign(g') to [1.9, -0.4] (Python: 2 - 0.1·0.2/(0.2 + 1e-8)).
@@ -218,7 +220,7 @@ TEST_CASE("weight decay is decoupled: with a zero gradient the parameter shrinks
 }
 
 TEST_CASE("bias correction: the first AdamW step moves every parameter by lr·sign(g)",
-          "[optim][adamw][bias-correction]") {
+          "[adamw_step][optim][adamw][bias-correction][c:adamw_step.update]") {
     // At t = 1: m̂ = g and v̂ = g², so the update is lr·g/(|g| + eps) ≈ lr·sign(g) whatever |g|.
     // Without the correction it would be lr·0.1g/(sqrt(0.001)|g|) ≈ 3.16·lr·sign(g).
     const GptConfig c{7, 4, 8, 2, 1};
@@ -250,7 +252,8 @@ TEST_CASE("bias correction: the first AdamW step moves every parameter by lr·si
 }
 
 TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-parameters",
-          "[optim][adamw][errors]") {
+          "[adamw_step][optim][adamw][errors][c:adamw_step.state-created]"
+          "[c:adamw_step.bad-config][c:adamw_step.shape-mismatch]") {
     const GptConfig c{5, 4, 4, 2, 2};
     GptParams<float> p = wb::init_gpt<float>(c, 3);
     const GptParams<float> g = wbtest::random_params<float>(c, 4);
@@ -296,7 +299,8 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
 }
 
 TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its state",
-          "[optim][adamw][errors]") {
+          "[adamw_step][optim][adamw][errors][c:adamw_step.bad-config]"
+          "[c:adamw_step.checked-first]") {
     // `lr <= 0` is false for a NaN lr, which would then turn every weight into NaN: test
     // !(lr > 0), !(0 <= beta < 1), !(eps > 0), !(weight_decay >= 0), all true for NaN.
     const GptConfig c{5, 4, 4, 2, 2};
@@ -328,7 +332,8 @@ TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its s
 }
 
 TEST_CASE("a tiny GPT overfits one batch: the loss falls from about log V to below 0.05",
-          "[optim][training]") {
+          "[adamw_step][gpt_backward][optim][training][c:adamw_step.update]"
+          "[c:gpt_backward.gradients]") {
     // §21.7's loop on one fixed batch of 2 × 8 tokens, V = 8: a model that can learn
     // memorises it. From ≈ log 8 = 2.079 (math.log(8)) to < 0.05 within 60 steps; the
     // reference needs 31 steps (about 20 ms), so 60 leaves room for other rounding.
@@ -361,7 +366,8 @@ TEST_CASE("a tiny GPT overfits one batch: the loss falls from about log V to bel
 
 // ---- checkpoints -----------------------------------------------------------------------------
 
-TEST_CASE("fnv1a64 gives the published FNV-1a test values", "[checkpoint][checksum]") {
+TEST_CASE("fnv1a64 gives the published FNV-1a test values",
+          "[fnv1a64][checkpoint][checksum][c:fnv1a64.values]") {
     // From the FNV reference test suite (and Python: h ^= b; h = h·1099511628211 mod 2⁶⁴).
     const unsigned char foobar[] = {'f', 'o', 'o', 'b', 'a', 'r'};
     const unsigned char a[] = {'a'};
@@ -373,7 +379,9 @@ TEST_CASE("fnv1a64 gives the published FNV-1a test values", "[checkpoint][checks
     CHECK(wb::fnv1a64(foobar, 6) == 0x85944171f73967e8ull);
 }
 
-TEST_CASE("a checkpoint follows the documented format byte for byte", "[checkpoint][format]") {
+TEST_CASE("a checkpoint follows the documented format byte for byte",
+          "[save_checkpoint][checkpoint][format][c:save_checkpoint.format]"
+          "[c:save_checkpoint.training-step]") {
     // V=2 T_max=1 D=2 H=1 L=1: 21 tensors, 88 floats. By hand (Python): payload = 5·8 + 8 + 1
     // + 8 + Σ(4 + len(name) + 4 + 8·rank + 4·size) = 1050 bytes, file = 20 + 1050 + 8 = 1078;
     // with AdamW state: payload + 8 + 2·4·88 = 1762, file 1790.
@@ -423,7 +431,8 @@ TEST_CASE("a checkpoint follows the documented format byte for byte", "[checkpoi
 }
 
 TEST_CASE("save then load gives bit-identical weights, logits, optimizer state and step",
-          "[checkpoint][roundtrip]") {
+          "[load_checkpoint][save_checkpoint][checkpoint][roundtrip]"
+          "[c:load_checkpoint.roundtrip][c:save_checkpoint.atomic]") {
     Trained t;
     TempPath file("roundtrip");
     wb::save_checkpoint(file.path, t.config, t.params, &t.state, 3);
@@ -460,7 +469,8 @@ TEST_CASE("save then load gives bit-identical weights, logits, optimizer state a
 }
 
 TEST_CASE("a RoPE model comes back as a RoPE model: the position kind is wpe's shape [0, D]",
-          "[checkpoint][roundtrip][rope]") {
+          "[load_checkpoint][checkpoint][roundtrip][rope][c:load_checkpoint.positions-from-wpe]"
+          "[c:load_checkpoint.roundtrip]") {
     const GptConfig c{9, 6, 8, 2, 1, wb::Positions::rope};
     const GptParams<float> p = wb::init_gpt<float>(c, 4);
     TempPath file("rope");
@@ -482,7 +492,8 @@ TEST_CASE("a RoPE model comes back as a RoPE model: the position kind is wpe's s
 }
 
 TEST_CASE("resuming from a checkpoint continues training exactly where it stopped",
-          "[checkpoint][resume]") {
+          "[load_checkpoint][save_checkpoint][checkpoint][resume][c:load_checkpoint.roundtrip]"
+          "[c:save_checkpoint.optimizer-step]") {
     // §21.9: to resume, save the optimizer state and the progress, not only the weights.
     // 3 steps + save + load + 2 steps must equal 5 steps in one go, bit for bit.
     Trained straight;
@@ -512,7 +523,8 @@ TEST_CASE("resuming from a checkpoint continues training exactly where it stoppe
 }
 
 TEST_CASE("a truncated checkpoint raises FileError naming the byte, and the model is untouched",
-          "[checkpoint][errors]") {
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.truncated]"
+          "[c:load_checkpoint.cannot-open][c:load_checkpoint.validate-first]") {
     Trained t;
     TempPath good("trunc_good"), bad("trunc_bad");
     wb::save_checkpoint(good.path, t.config, t.params, &t.state, 3);
@@ -537,7 +549,9 @@ TEST_CASE("a truncated checkpoint raises FileError naming the byte, and the mode
                     "cannot open");
 }
 
-TEST_CASE("a flipped byte fails the checksum", "[checkpoint][errors]") {
+TEST_CASE("a flipped byte fails the checksum",
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.checksum]"
+          "[c:load_checkpoint.validate-first]") {
     Trained t;
     TempPath good("flip_good"), bad("flip_bad");
     wb::save_checkpoint(good.path, t.config, t.params, &t.state, 3);
@@ -558,7 +572,8 @@ TEST_CASE("a flipped byte fails the checksum", "[checkpoint][errors]") {
 }
 
 TEST_CASE("a file of another kind or of another format version is refused by name",
-          "[checkpoint][errors]") {
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.not-checkpoint]"
+          "[c:load_checkpoint.version]") {
     Trained t;
     TempPath good("kind_good"), bad("kind_bad");
     wb::save_checkpoint(good.path, t.config, t.params, nullptr, 0);
@@ -586,7 +601,8 @@ TEST_CASE("a file of another kind or of another format version is refused by nam
 }
 
 TEST_CASE("a file with a correct checksum but contents that are not the model is refused",
-          "[checkpoint][errors]") {
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.tensor-mismatch]"
+          "[c:load_checkpoint.invalid-config][c:load_checkpoint.trailing-bytes]") {
     // Files a buggy writer could produce: the checksum is recomputed here (FNV-1a written out
     // independently), so only the contents are wrong.
     Trained t;
@@ -619,11 +635,12 @@ TEST_CASE("a file with a correct checksum but contents that are not the model is
     write_bytes(bad.path, longer);
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
                     "the file must end right after the checksum", "wb::load_checkpoint", bad.path,
-                    "4 unexpected bytes after the checksum");
+                    "unexpected bytes after the checksum");
 }
 
 TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
-          "[checkpoint][atomic]") {
+          "[save_checkpoint][checkpoint][atomic][c:save_checkpoint.atomic]"
+          "[c:save_checkpoint.file-error][c:save_checkpoint.shape-mismatch]") {
     Trained t;
     TempPath file("atomic");
     wb::save_checkpoint(file.path, t.config, t.params, &t.state, 3);
@@ -668,7 +685,8 @@ TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
 TEST_CASE(
     "a save interrupted mid-write (a partial path.tmp, a full disk) keeps the previous "
     "checkpoint loadable",
-    "[checkpoint][atomic]") {
+    "[save_checkpoint][checkpoint][atomic][c:save_checkpoint.atomic]"
+    "[c:save_checkpoint.tmp-removed][c:save_checkpoint.file-error]") {
     Trained t;
     TempPath file("interrupted");
     wb::save_checkpoint(file.path, t.config, t.params, &t.state, 3);

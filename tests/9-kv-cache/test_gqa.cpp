@@ -111,7 +111,8 @@ Heads example_v() {
 
 }  // namespace
 
-TEST_CASE("gqa_attention with as many K/V heads as query heads is ordinary multi-head attention") {
+TEST_CASE("gqa_attention with as many K/V heads as query heads is ordinary multi-head attention",
+          "[gqa_attention][c:gqa_attention.grouped-heads][c:gqa_attention.output-shape]") {
     const Heads q = wbtest::randn<Heads>({2, 3, 5, 4}, 901);  // [B, H, T, d]
     const Heads k = wbtest::randn<Heads>({2, 3, 5, 4}, 902);  // H_kv = H = 3, M = T
     const Heads v = wbtest::randn<Heads>({2, 3, 5, 4}, 903);
@@ -124,7 +125,8 @@ TEST_CASE("gqa_attention with as many K/V heads as query heads is ordinary multi
 
 TEST_CASE(
     "gqa_attention with one K/V head (multi-query) equals attention on that head repeated H "
-    "times") {
+    "times",
+    "[gqa_attention][c:gqa_attention.grouped-heads]") {
     const Heads q = wbtest::randn<Heads>({2, 4, 6, 3}, 911);  // [B, H = 4, T, d]
     const Heads k = wbtest::randn<Heads>({2, 1, 6, 3}, 912);  // [B, H_kv = 1, M = T, d]
     const Heads v = wbtest::randn<Heads>({2, 1, 6, 3}, 913);
@@ -137,7 +139,8 @@ TEST_CASE(
 
 TEST_CASE(
     "gqa_attention gives each K/V head a group of consecutive query heads (H = 6, H_kv = 2 and "
-    "3)") {
+    "3)",
+    "[gqa_attention][c:gqa_attention.grouped-heads]") {
     const Heads q = wbtest::randn<Heads>({1, 6, 4, 2}, 921);  // [B, H = 6, T, d]
     for (std::size_t H_kv : {2u, 3u}) {
         INFO("H = 6, H_kv = " << H_kv);
@@ -150,7 +153,8 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("gqa_attention without a mask matches torch on a hand example") {
+TEST_CASE("gqa_attention without a mask matches torch on a hand example",
+          "[gqa_attention][c:gqa_attention.grouped-heads][c:gqa_attention.no-mask]") {
     const Heads out = wb::gqa_attention(example_q(), example_k(), example_v(), false);
     // torch 1.13: kr = torch.repeat_interleave(k, 2, dim=1), vr likewise;
     // (torch.softmax(q @ kr.transpose(-1, -2) / math.sqrt(2), -1) @ vr).flatten()
@@ -166,8 +170,8 @@ TEST_CASE("gqa_attention without a mask matches torch on a hand example") {
                    "heads 2, 3 read K/V head 1; scores are divided by sqrt(d)");
 }
 
-TEST_CASE(
-    "gqa_attention with a mask and M > T matches torch: the queries are the last T positions") {
+TEST_CASE("gqa_attention with a mask and M > T matches torch: the queries are the last T positions",
+          "[gqa_attention][c:gqa_attention.causal-with-history]") {
     const Heads out = wb::gqa_attention(example_q(), example_k(), example_v(), true);
     // torch 1.13: the scores of the previous check, masked_fill(-inf) where key j > t + (M - T)
     // (query 0 sees keys 0, 1; query 1 sees keys 0, 1, 2), softmax, @ vr, flatten.
@@ -182,7 +186,8 @@ TEST_CASE(
                    "query 0 sees keys 0 and 1, not only key 0");
 }
 
-TEST_CASE("gqa_attention causal with history (M > T) equals a mask built by hand, in double") {
+TEST_CASE("gqa_attention causal with history (M > T) equals a mask built by hand, in double",
+          "[gqa_attention][c:gqa_attention.causal-with-history]") {
     const std::size_t H = 4;
     const auto [q, k, v] = random_qkv(2, H, 2, 3, 7, 5, 931);  // T = 3 queries, M = 7 keys
     const Heads out = wb::gqa_attention(q, k, v, true);
@@ -197,7 +202,8 @@ TEST_CASE("gqa_attention causal with history (M > T) equals a mask built by hand
                    "visible. Did you mask with j <= t, as if there were no history?");
 }
 
-TEST_CASE("gqa_attention without a mask lets every query see every key, also when T > M") {
+TEST_CASE("gqa_attention without a mask lets every query see every key, also when T > M",
+          "[gqa_attention][c:gqa_attention.no-mask]") {
     const std::size_t H = 4, T = 5, M = 3;
     const auto [q, k, v] = random_qkv(1, H, 2, T, M, 2, 941);
     const Heads out = wb::gqa_attention(q, k, v, false);
@@ -206,7 +212,8 @@ TEST_CASE("gqa_attention without a mask lets every query see every key, also whe
                    kTol, "causal = false: no mask at all, T and M independent");
 }
 
-TEST_CASE("gqa_attention for one decode query equals the last row of the full causal attention") {
+TEST_CASE("gqa_attention for one decode query equals the last row of the full causal attention",
+          "[gqa_attention][c:gqa_attention.causal-with-history]") {
     // The decode step of a cache: the newest token (T = 1) against all M = 5 cached positions
     // must give what the full forward gives at its last position (notes §18).
     const Heads q_full = wbtest::randn<Heads>({1, 2, 5, 4}, 951);  // [B, H = 2, 5, d]
@@ -225,7 +232,8 @@ TEST_CASE("gqa_attention for one decode query equals the last row of the full ca
                    "them; with the mask j <= t it would see only key 0");
 }
 
-TEST_CASE("gqa_attention stays finite for large scores (the softmax is shifted by its maximum)") {
+TEST_CASE("gqa_attention stays finite for large scores (the softmax is shifted by its maximum)",
+          "[gqa_attention][c:gqa_attention.grouped-heads]") {
     // One head, d = 2: the scores are 100·100/sqrt(2) ≈ 7071 for key 0 and 0 for key 1, so the
     // weights are (1, e^-7071) = (1, 0) and the output is value 0 exactly (by hand).
     const Heads q = heads_of({1, 1, 1, 2}, {100.0f, 0.0f});
@@ -237,7 +245,8 @@ TEST_CASE("gqa_attention stays finite for large scores (the softmax is shifted b
                    "before exp");
 }
 
-TEST_CASE("gqa_cache_elements counts only the H_kv K/V heads (hand numbers)") {
+TEST_CASE("gqa_cache_elements counts only the H_kv K/V heads (hand numbers)",
+          "[gqa_cache_elements][c:gqa_cache_elements.formula]") {
     // L = 4, B = 2, T_max = 128, D = 128, H = 8 (d = 16), by hand:
     //   H_kv = 2: 2·4·2·128·2·16 = 65,536;  H_kv = 1: 32,768;  H_kv = 8: 262,144 (= MHA)
     const wb::GptConfig c{50, 128, 128, 8, 4};
@@ -259,7 +268,8 @@ TEST_CASE("gqa_cache_elements counts only the H_kv K/V heads (hand numbers)") {
     CHECK(gpt == 6291456u);
 }
 
-TEST_CASE("gqa_cache_elements is the MHA cache divided by H / H_kv") {
+TEST_CASE("gqa_cache_elements is the MHA cache divided by H / H_kv",
+          "[gqa_cache_elements][c:gqa_cache_elements.formula]") {
     const wb::GptConfig c{11, 16, 24, 6, 3};  // d = 4
     for (std::size_t H_kv : {1u, 2u, 3u, 6u}) {
         const std::size_t gqa = wb::gqa_cache_elements(c, H_kv, 5);
@@ -273,7 +283,9 @@ TEST_CASE("gqa_cache_elements is the MHA cache divided by H / H_kv") {
     }
 }
 
-TEST_CASE("gqa_attention rejects empty axes and mismatched shapes") {
+TEST_CASE("gqa_attention rejects empty axes and mismatched shapes",
+          "[gqa_attention][errors][c:gqa_attention.empty-axis]"
+          "[c:gqa_attention.shape-mismatch]") {
     const Heads q = wbtest::randn<Heads>({2, 4, 3, 5}, 961);  // [B, H, T, d]
     const Heads k = wbtest::randn<Heads>({2, 2, 6, 5}, 962);  // [B, H_kv, M, d]
     const Heads v = wbtest::randn<Heads>({2, 2, 6, 5}, 963);
@@ -299,35 +311,40 @@ TEST_CASE("gqa_attention rejects empty axes and mismatched shapes") {
 }
 
 TEST_CASE(
-    "gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > M") {
+    "gqa_attention rejects K/V heads that do not divide the query heads, and a mask with T > M",
+    "[gqa_attention][errors][c:gqa_attention.heads-not-grouped]"
+    "[c:gqa_attention.causal-too-few-keys]") {
     const Heads q = wbtest::randn<Heads>({1, 4, 3, 2}, 971);   // H = 4
     const Heads k3 = wbtest::randn<Heads>({1, 3, 3, 2}, 972);  // H_kv = 3 does not divide 4
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k3, k3, false),
                     "H_kv must divide H: each K/V head serves H / H_kv query heads",
-                    "wb::gqa_attention", "[1, 4, 3, 2]", "[1, 3, 3, 2]", "H_kv = 3", "H = 4");
+                    "wb::gqa_attention", "[1, 4, 3, 2]", "[1, 3, 3, 2]");
     const Heads k8 = wbtest::randn<Heads>({1, 8, 3, 2}, 973);  // more K/V heads than query heads
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k8, k8, true),
-                    "H_kv > H cannot be grouped", "wb::gqa_attention", "H_kv = 8", "H = 4");
+                    "H_kv > H cannot be grouped", "wb::gqa_attention", "[1, 4, 3, 2]",
+                    "[1, 8, 3, 2]");
     const Heads k_short = wbtest::randn<Heads>({1, 2, 2, 2}, 974);  // M = 2 < T = 3
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k_short, k_short, true),
                     "causal with T > M: the first query would see no key", "wb::gqa_attention",
-                    "[1, 4, 3, 2]", "[1, 2, 2, 2]", "T = 3", "M = 2");
+                    "[1, 4, 3, 2]", "[1, 2, 2, 2]");
 }
 
-TEST_CASE("gqa_cache_elements rejects H_kv that does not divide H, and an invalid H") {
+TEST_CASE("gqa_cache_elements rejects H_kv that does not divide H, and an invalid H",
+          "[gqa_cache_elements][errors][c:gqa_cache_elements.bad-h]"
+          "[c:gqa_cache_elements.bad-h-kv]") {
     const wb::GptConfig c{50, 128, 128, 8, 4};
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 3, 2), "H_kv must divide H",
-                    "wb::gqa_cache_elements", "H_kv = 3", "H = 8");
+                    "wb::gqa_cache_elements", "3", "8");
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 0, 2),
-                    "H_kv = 0 K/V heads cannot serve any query head", "wb::gqa_cache_elements",
-                    "H_kv = 0", "H = 8");
+                    "H_kv = 0 K/V heads cannot serve any query head", "wb::gqa_cache_elements", "0",
+                    "8");
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(c, 16, 2),
-                    "H_kv > H: more K/V heads than query heads", "wb::gqa_cache_elements",
-                    "H_kv = 16", "H = 8");
+                    "H_kv > H: more K/V heads than query heads", "wb::gqa_cache_elements", "16",
+                    "8");
     const wb::GptConfig no_heads{50, 128, 128, 0, 4};
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(no_heads, 1, 2),
-                    "H = 0: no head width d = D / H", "wb::gqa_cache_elements", "H = 0", "D = 128");
+                    "H = 0: no head width d = D / H", "wb::gqa_cache_elements", "0", "128");
     const wb::GptConfig odd{50, 128, 100, 8, 4};  // 8 does not divide 100
     WB_CHECK_THROWS(wb::ValueError, wb::gqa_cache_elements(odd, 2, 2), "H must divide D",
-                    "wb::gqa_cache_elements", "H = 8", "D = 100");
+                    "wb::gqa_cache_elements", "8", "100");
 }

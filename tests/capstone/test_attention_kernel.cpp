@@ -74,7 +74,8 @@ void check_same_bits(const E& a, const E& b, const std::string& hint) {
 
 // ---- forward ---------------------------------------------------------------------------------
 
-TEST_CASE("attention_forward matches PyTorch on a hand example, out and lse", "[forward]") {
+TEST_CASE("attention_forward matches PyTorch on a hand example, out and lse",
+          "[attention_forward][forward][c:attention_forward.output][c:attention_forward.lse]") {
     // [1, 1, 3, 3]; row 1 has two equal scores (0 and 0), so it averages v0 and v1.
     const Cf q = {{{{1, 0, 2}, {0.5, -1, 1}, {-1, 2, 0}}}};
     const Cf k = {{{{0, 1, 1}, {2, 0, -1}, {1, 1, 1}}}};
@@ -94,7 +95,8 @@ TEST_CASE("attention_forward matches PyTorch on a hand example, out and lse", "[
         "lse = m + log(l): row 0 is 2/sqrt(3), row 1 is log 2 — did you forget the max m?");
 }
 
-TEST_CASE("attention_forward equals chapter 8's reference attention on many shapes", "[forward]") {
+TEST_CASE("attention_forward equals chapter 8's reference attention on many shapes",
+          "[attention_forward][forward][c:attention_forward.output][c:attention_forward.layout]") {
     unsigned seed = 10;
     for (const auto& sh : kShapes) {
         const Cf q = randn4(sh[0], sh[1], sh[2], sh[3], seed++);
@@ -111,7 +113,8 @@ TEST_CASE("attention_forward equals chapter 8's reference attention on many shap
     }
 }
 
-TEST_CASE("attention_forward writes lse as log-sum-exp of the scaled causal scores", "[forward]") {
+TEST_CASE("attention_forward writes lse as log-sum-exp of the scaled causal scores",
+          "[attention_forward][forward][c:attention_forward.lse]") {
     const std::size_t B = 2, H = 2, T = 6, d = 5;
     const Cf q = randn4(B, H, T, d, 21);
     const Cf k = randn4(B, H, T, d, 22);
@@ -138,7 +141,7 @@ TEST_CASE("attention_forward writes lse as log-sum-exp of the scaled causal scor
 }
 
 TEST_CASE("attention_forward with T = 1 returns v, and lse is the single scaled score",
-          "[forward]") {
+          "[attention_forward][forward][c:attention_forward.output][c:attention_forward.lse]") {
     // One position: the softmax has one entry, weight 1. lse = q·k / sqrt(d) by hand:
     // q·k = 1·2 + 2·(-1) + 3·1 + 4·0.5 = 5, / sqrt(4) = 2.5.
     const Cf q = {{{{1, 2, 3, 4}}}};
@@ -152,7 +155,7 @@ TEST_CASE("attention_forward with T = 1 returns v, and lse is the single scaled 
 }
 
 TEST_CASE("attention_forward is causal: changing k and v at position j leaves rows < j alone",
-          "[forward][causal]") {
+          "[attention_forward][forward][causal][c:attention_forward.causal]") {
     const std::size_t B = 1, H = 2, T = 8, d = 6, j = 5;
     const Cf q = randn4(B, H, T, d, 31);
     Cf k = randn4(B, H, T, d, 32);
@@ -176,7 +179,9 @@ TEST_CASE("attention_forward is causal: changing k and v at position j leaves ro
     CHECK(xt::amax(xt::abs(after1 - after2))() > 1.0f);
 }
 
-TEST_CASE("attention_forward stays finite for scaled scores of ±1000", "[forward][stability]") {
+TEST_CASE("attention_forward stays finite for scaled scores of ±1000",
+          "[attention_forward][forward][stability][c:attention_forward.output]"
+          "[c:attention_forward.non-finite]") {
     // c = sqrt(2000), q_i = ±c e0, k_j = κ_j c e0, d = 4: scores q·k / 2 = ±1000 κ_j.
     // κ = (1, -1, 0.5). Row 0: score 1000 → out = v0, lse = 1000.
     // Row 1 (q = +c e0): scores 1000, -1000 → out = v0, lse = 1000 + log(1 + e^-2000) = 1000.
@@ -212,7 +217,8 @@ TEST_CASE("attention_forward stays finite for scaled scores of ±1000", "[forwar
 
 // ---- backward --------------------------------------------------------------------------------
 
-TEST_CASE("attention_backward matches PyTorch's autograd on the hand example", "[backward]") {
+TEST_CASE("attention_backward matches PyTorch's autograd on the hand example",
+          "[attention_backward][backward][c:attention_backward.gradients]") {
     const Cf q = {{{{1, 0, 2}, {0.5, -1, 1}, {-1, 2, 0}}}};
     const Cf k = {{{{0, 1, 1}, {2, 0, -1}, {1, 1, 1}}}};
     const Cf v = {{{{1, 2, 3}, {-1, 0, 1}, {0.5, 0.5, -2}}}};
@@ -240,7 +246,8 @@ TEST_CASE("attention_backward matches PyTorch's autograd on the hand example", "
                    "dk_j = Σ_i dS_ij q_i / sqrt(d) — did you drop D_i or the 1/sqrt(d)?");
 }
 
-TEST_CASE("attention_backward equals chapter 8's reference backward in float", "[backward]") {
+TEST_CASE("attention_backward equals chapter 8's reference backward in float",
+          "[attention_backward][backward][c:attention_backward.gradients]") {
     // Tolerance 1e-5 (absolute + relative): both are float, the kernel recomputes
     // P = exp(s − lse) where the reference divides by a sum; they differ by a few ulps.
     unsigned seed = 40;
@@ -267,7 +274,7 @@ TEST_CASE("attention_backward equals chapter 8's reference backward in float", "
 }
 
 TEST_CASE("attention_backward equals chapter 8's backward run in double on the same inputs",
-          "[backward]") {
+          "[attention_backward][backward][c:attention_backward.gradients]") {
     // The double reference is exact to ~1e-15; the float kernel is within 1e-4 of it
     // (absolute + relative; float rounding of sums over up to 17 keys, values of order 1).
     const std::size_t B = 2, H = 2, T = 11, d = 6;
@@ -291,7 +298,8 @@ TEST_CASE("attention_backward equals chapter 8's backward run in double on the s
     WB_CHECK_CLOSE(dv, rdv, 1e-4, "dv drifts from the exact gradient — accumulate over rows");
 }
 
-TEST_CASE("attention_backward with T = 1 gives dv = dout and dq = dk = 0", "[backward]") {
+TEST_CASE("attention_backward with T = 1 gives dv = dout and dq = dk = 0",
+          "[attention_backward][backward][c:attention_backward.gradients]") {
     // One key: P = 1 whatever the score, so the score's gradient dS = 1·(dP − D) = 0 exactly
     // (D = dout·out = dout·v = dP): dq = dk = 0, and out = v gives dv = dout.
     const Cf q = {{{{1, 2, 3, 4, 5}}}};
@@ -308,7 +316,8 @@ TEST_CASE("attention_backward with T = 1 gives dv = dout and dq = dk = 0", "[bac
     WB_CHECK_CLOSE(dk, zero, 1e-5, "dS = P (dP − D_i) is 0 with one key: did you drop D_i?");
 }
 
-TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held", "[backward]") {
+TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held",
+          "[attention_backward][backward][c:attention_backward.assigned]") {
     const wb::AttentionShape s{2, 2, 5, 3};
     const std::size_t n = 2 * 2 * 5 * 3;
     const Cf q = randn4(2, 2, 5, 3, 71), k = randn4(2, 2, 5, 3, 72), v = randn4(2, 2, 5, 3, 73);
@@ -333,7 +342,8 @@ TEST_CASE("attention_backward assigns dq, dk, dv whatever the raw buffers held",
 
 // ---- threads ---------------------------------------------------------------------------------
 
-TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[threads]") {
+TEST_CASE("attention_forward gives the same bits with 1 and 4 threads",
+          "[attention_forward][threads][c:attention_forward.deterministic]") {
     // B·H = 15 heads, T = 150: more rows, heads and tiles than threads.
     const Cf q = randn4(3, 5, 150, 7, 81), k = randn4(3, 5, 150, 7, 82),
              v = randn4(3, 5, 150, 7, 83);
@@ -347,7 +357,8 @@ TEST_CASE("attention_forward gives the same bits with 1 and 4 threads", "[thread
     check_same_bits(lse1, lse4, "lse depends on the thread count: a race on m or l?");
 }
 
-TEST_CASE("attention_backward gives the same bits with 1 and 4 threads", "[threads][backward]") {
+TEST_CASE("attention_backward gives the same bits with 1 and 4 threads",
+          "[attention_backward][threads][backward][c:attention_backward.deterministic]") {
     // One (b, h) per thread: no two threads add into the same dk or dv element, and each sum
     // runs in a fixed order, so the backward is bit-identical too.
     const Cf q = randn4(3, 5, 150, 7, 91), k = randn4(3, 5, 150, 7, 92),
@@ -368,7 +379,9 @@ TEST_CASE("attention_backward gives the same bits with 1 and 4 threads", "[threa
 
 // ---- errors ----------------------------------------------------------------------------------
 
-TEST_CASE("raw attention_forward and attention_backward reject an axis of size 0", "[errors]") {
+TEST_CASE("raw attention_forward and attention_backward reject an axis of size 0",
+          "[attention_forward][attention_backward][errors][c:attention_forward.zero-axis]"
+          "[c:attention_backward.zero-axis]") {
     std::vector<float> buf(16, 0.0f);
     float* p = buf.data();
     WB_CHECK_THROWS(wb::ValueError,
@@ -384,7 +397,8 @@ TEST_CASE("raw attention_forward and attention_backward reject an axis of size 0
         "check B, H, T, d ≥ 1 in the backward too", "wb::attention_backward", "[0, 2, 2, 2]");
 }
 
-TEST_CASE("attention_forward wrapper rejects mismatched or empty shapes", "[errors]") {
+TEST_CASE("attention_forward wrapper rejects mismatched or empty shapes",
+          "[attention_forward][errors][c:attention_forward.wrapper-shape-mismatch]") {
     const Cf q = randn4(2, 2, 4, 3, 1);
     const Cf bad = randn4(2, 2, 5, 3, 2);
     Lse lse;
@@ -398,7 +412,8 @@ TEST_CASE("attention_forward wrapper rejects mismatched or empty shapes", "[erro
                     "[2, 2, 0, 3]");
 }
 
-TEST_CASE("attention_backward wrapper rejects mismatched shapes, lse included", "[errors]") {
+TEST_CASE("attention_backward wrapper rejects mismatched shapes, lse included",
+          "[attention_backward][errors][c:attention_backward.wrapper-shape-mismatch]") {
     const Cf q = randn4(1, 2, 4, 3, 3);
     Lse lse;
     const Cf out = wb::attention_forward(q, q, q, lse);
@@ -418,7 +433,9 @@ TEST_CASE("attention_backward wrapper rejects mismatched shapes, lse included", 
 TEST_CASE(
     "attention_forward and attention_backward reject mismatched batch or heads, and "
     "B = 0 or H = 0",
-    "[errors]") {
+    "[attention_forward][attention_backward][errors][c:attention_forward.zero-axis]"
+    "[c:attention_backward.zero-axis][c:attention_forward.wrapper-shape-mismatch]"
+    "[c:attention_backward.wrapper-shape-mismatch]") {
     std::vector<float> buf(16, 0.0f);
     float* p = buf.data();
     WB_CHECK_THROWS(wb::ValueError,

@@ -28,7 +28,7 @@ bool row_finite(const wb::Heads<float>& x, std::size_t bh, std::size_t i) {
 }  // namespace
 
 TEST_CASE("attention_forward on NaN, inf and huge scores: no undefined behaviour, NaN is kept",
-          "[attention_kernel][errors]") {
+          "[attention_forward][attention_kernel][errors][c:attention_forward.non-finite]") {
     const std::size_t B = 1, H = 2, T = 70, d = 8;  // T > 64: more than one key block
     const wb::Heads<float> q = wbtest::randn<wb::Heads<float>>({B, H, T, d}, 11);
     const wb::Heads<float> k = wbtest::randn<wb::Heads<float>>({B, H, T, d}, 12);

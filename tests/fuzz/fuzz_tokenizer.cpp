@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "minigpt/tokenizer.hpp"
 #include "fuzz_support.hpp"
+#include "minigpt/tokenizer.hpp"
 #include "workbook/core.hpp"
 
 namespace {

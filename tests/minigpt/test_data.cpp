@@ -1,5 +1,5 @@
-#include "minigpt/data.hpp"
 #include "check.hpp"
+#include "minigpt/data.hpp"
 
 #include <cstdint>
 #include <filesystem>

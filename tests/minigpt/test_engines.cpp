@@ -1,5 +1,5 @@
-#include "minigpt/train.hpp"
 #include "check.hpp"
+#include "minigpt/train.hpp"
 
 #include <algorithm>
 #include <cmath>

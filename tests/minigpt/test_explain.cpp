@@ -1,5 +1,5 @@
-#include "minigpt/explain.hpp"
 #include "check.hpp"
+#include "minigpt/explain.hpp"
 
 #include <cmath>
 #include <cstdint>

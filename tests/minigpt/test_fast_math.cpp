@@ -63,9 +63,10 @@ TEST_CASE("fast_exp_nonpositive: exp(0) = 1, exactly 0 below -88 and for -inf, N
 // wb::gelu_bias_row: the fast trainer calls it with a derivative buffer (its forward), the fast
 // decoder without one (generation). Both forms must give the same GELU bits, or a model would
 // decode with other numbers than it was trained with; and both must be the exact GELU.
-TEST_CASE("gelu_bias_row gives the trainer's and the decoder's GELU the same bits, within 1e-6 "
-          "of x Φ(x), and its derivative within 1e-6",
-          "[gelu]") {
+TEST_CASE(
+    "gelu_bias_row gives the trainer's and the decoder's GELU the same bits, within 1e-6 "
+    "of x Φ(x), and its derivative within 1e-6",
+    "[gelu]") {
     for (std::size_t n : {1u, 7u, 8u, 9u, 64u, 67u}) {
         std::vector<float> x(n), b(n);
         for (std::size_t j = 0; j < n; ++j) {

@@ -1,5 +1,5 @@
-#include "minigpt/fast/gemm.hpp"
 #include "check.hpp"
+#include "minigpt/fast/gemm.hpp"
 
 #include <algorithm>
 #include <cmath>

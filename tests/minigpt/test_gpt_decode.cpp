@@ -1,5 +1,5 @@
-#include "minigpt/fast/gpt_decode.hpp"
 #include "check.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
 
 #include <algorithm>
 #include <cmath>

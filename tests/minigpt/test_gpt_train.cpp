@@ -1,5 +1,5 @@
-#include "minigpt/fast/gpt_train.hpp"
 #include "check.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-#include "minigpt/model_file.hpp"
 #include "check.hpp"
+#include "minigpt/model_file.hpp"
 
 #include <cstdint>
 #include <filesystem>

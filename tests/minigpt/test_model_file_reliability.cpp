@@ -1,6 +1,6 @@
+#include "check.hpp"
 #include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
-#include "check.hpp"
 
 #include <cstdint>
 #include <cstring>

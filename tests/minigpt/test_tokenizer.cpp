@@ -1,5 +1,5 @@
-#include "minigpt/tokenizer.hpp"
 #include "check.hpp"
+#include "minigpt/tokenizer.hpp"
 
 #include <unistd.h>
 
@@ -140,7 +140,7 @@ TEST_CASE("Tokenizer rejects unknown characters, bad ids, empty and invalid text
                     "from_text", "byte offset 2", "surrogate");
 }
 
-TEST_CASE("Tokenizer::serialize writes a header and the characters; deserialize reads it back",
+TEST_CASE("Tokenizer::serialize writes a header and the characters, and deserialize reads it back",
           "[minigpt]") {
     // Distinct characters of "ba\n" in code-point order: '\n' (10), 'a', 'b'.
     const Tokenizer t = Tokenizer::from_text("ba\n");

@@ -1,6 +1,6 @@
+#include "check.hpp"
 #include "minigpt/progress.hpp"
 #include "minigpt/train.hpp"
-#include "check.hpp"
 
 #include <cmath>
 #include <filesystem>

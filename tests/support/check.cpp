@@ -75,16 +75,27 @@ std::vector<std::string> numbers_in(const std::string& text) {
     return out;
 }
 
+// Two numbers as written are the same number: integers when they are written alike, and when
+// either has a fraction, when their values are equal ("0.5" is "0.500000" of std::to_string,
+// "1" is "1.000000").
+bool same_number(const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    const bool fraction = a.find('.') != std::string::npos || b.find('.') != std::string::npos;
+    return fraction && std::stod(a) == std::stod(b);
+}
+
 bool contains_run(const std::vector<std::string>& haystack, const std::vector<std::string>& run) {
     if (run.empty()) return true;
-    return std::search(haystack.begin(), haystack.end(), run.begin(), run.end()) != haystack.end();
+    return std::search(haystack.begin(), haystack.end(), run.begin(), run.end(), same_number) !=
+           haystack.end();
 }
 
 // True when `message` states the fact `part` in another reasonable notation: each bracketed
 // group of numbers in `part` ("[2, 4, 8]", "[0, 5)", "(2)") appears as the same numbers in the
 // same order in `message` ("[2, 4, 8]", "(2, 4, 8)", "2x4x8", "B = 2, T = 4, D = 8"), every other
-// number appears somewhere, and every name of two letters or more appears (a plural "s" aside:
-// "ids[1, 2] = 5" is named by "id 5 at [1, 2]"). Function names (with "::") must appear as written.
+// number appears somewhere (a number with a fraction by its value: "0.5" is named by "0.500000"),
+// and every name of two letters or more appears (a plural "s" aside: "ids[1, 2] = 5" is named by
+// "id 5 at [1, 2]"). Function names (with "::") must appear as written.
 bool names_in_other_notation(const std::string& message, const std::string& part) {
     static const std::regex group(
         R"([\[(\{]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)*\s*[\])\}])");
@@ -97,7 +108,8 @@ bool names_in_other_notation(const std::string& message, const std::string& part
         rest = m.prefix().str() + " " + m.suffix().str();
     }
     for (const std::string& n : numbers_in(rest)) {
-        if (std::find(said.begin(), said.end(), n) == said.end()) return false;
+        const auto same = [&n](const std::string& m) { return same_number(m, n); };
+        if (std::find_if(said.begin(), said.end(), same) == said.end()) return false;
     }
     for (auto it = std::sregex_iterator(rest.begin(), rest.end(), word);
          it != std::sregex_iterator(); ++it) {

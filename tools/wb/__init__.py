@@ -8,6 +8,7 @@ Learners:
   workbook hint CHAPTER [N]                the first failing check, and the next hint (or hint N)
   workbook use CHAPTER student|reference   flip one chapter (or `all`) and rebuild
   workbook bench [CHAPTER|kernel]          time your kernels against the reference
+  workbook lang [zh|en]                    the language of the screens (default: the locale's)
 
 Instructors:
   workbook grade --tree DIR                build a student's tree, run every check, report

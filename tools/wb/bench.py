@@ -94,27 +94,71 @@ def parse_bench_json(text):
     return rows, skipped
 
 
+def parse_peaks(text):
+    """(instruction set, {threads: GFLOP/s}): this CPU's float32 FMA peak as bench_workbook
+    measured it before the benchmarks (the JSON's context: peak_isa, peak_gflops_threads:<n>);
+    ("", {}) when the file has none."""
+    try:
+        context = json.loads(text).get("context", {}) or {}
+    except (ValueError, AttributeError):
+        return "", {}
+    peaks = {}
+    for key, value in context.items():
+        m = re.fullmatch(r"peak_gflops_threads:(\d+)", str(key))
+        if m:
+            try:
+                peaks[int(m.group(1))] = float(value)
+            except (TypeError, ValueError):
+                continue
+    return str(context.get("peak_isa", "")), dict(sorted(peaks.items()))
+
+
+def peak_share(r, peaks):
+    """R's GFLOP/s as a share of the peak at its thread count (None when either is unknown)."""
+    if r is None or r.error or r.gflops is None:
+        return None
+    peak = peaks.get(r.dim("threads") or 1)
+    return r.gflops / peak if peak else None
+
+
+def peak_line(isa, peaks):
+    return ("this CPU's float32 multiply-add peak" + (f" ({isa})" if isa else "") + ", measured "
+            "before the benchmarks: " + ", ".join(f"{g:.1f} GFLOP/s on {t} thread"
+                                                  f"{'s' * (t > 1)}" for t, g in peaks.items()))
+
+
 def fmt_time(r):
     if r is None:
         return "-"
     if r.error:
-        return "error"
+        return "not written" if "not implemented" in r.error else "error"
     for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if r.seconds >= scale or unit == "ns":
             text = f"{r.seconds / scale:.3g} {unit}"
             return text + (f" ±{100 * r.spread / 2:.0f}%" if r.spread is not None else "")
 
 
-def bench_table(rows):
+def bench_table(rows, isa="", peaks=None):
+    """The table of ROWS, a line per benchmark: your time and the reference's, the ratio, each
+    one's GFLOP/s and, when the JSON holds this CPU's peak (PEAKS, {threads: GFLOP/s}), each
+    one's share of it."""
+    peaks = peaks or {}
     pairs = {}
     for r in rows:
         pairs.setdefault(r.key, {})[r.impl] = r
     width = max([len("/".join(k for k in key if k)) for key in pairs] + [9])
-    lines = [f"{'benchmark':<{width}} {'yours':>14} {'reference':>14} {'ratio':>7}  "
-             f"{'GFLOP/s (yours/ref)':>20}"]
+    show_peak = bool(peaks) and any(r.gflops is not None for r in rows)
+    lines = [peak_line(isa, peaks)] if show_peak else []
+    lines.append(f"{'benchmark':<{width}} {'yours':>14} {'reference':>14} {'ratio':>7}  "
+                 f"{'GFLOP/s (yours/ref)':>20}" + (f"  {'of peak (yours/ref)':>19}"
+                                                  if show_peak else ""))
 
     def fmt_rate(r):
         return "-" if r is None or r.gflops is None or r.error else f"{r.gflops:.3g}"
+
+    def fmt_share(r):
+        share = peak_share(r, peaks)
+        return "-" if share is None else f"{100 * share:.0f}%"
 
     for key, pair in pairs.items():
         s, ref = pair.get("student"), pair.get("reference")
@@ -122,9 +166,12 @@ def bench_table(rows):
         ratio = (f"{s.seconds / ref.seconds:.2f}x" if s and ref and not s.error and not ref.error
                  and ref.seconds > 0 else "-")
         lines.append(f"{name:<{width}} {fmt_time(s):>14} {fmt_time(ref):>14} {ratio:>7}  "
-                     f"{fmt_rate(s) + ' / ' + fmt_rate(ref):>20}")
+                     f"{fmt_rate(s) + ' / ' + fmt_rate(ref):>20}"
+                     + (f"  {fmt_share(s) + ' / ' + fmt_share(ref):>19}" if show_peak else ""))
     lines.append("times: the median of the repetitions ± half their range; ratio = your time / "
-                 "the reference's (below 1: yours is faster)")
+                 "the reference's (below 1: yours is faster)"
+                 + ("; of peak = GFLOP/s / the peak at the row's thread count" if show_peak
+                    else ""))
     return lines
 
 
@@ -330,12 +377,17 @@ def cmd_bench(args):
                             "<chapter>/<function>/<student|reference>/<shape>"
                             + (f" ({skipped} other rows ignored)" if skipped else ""))
     errors = student_errors(rows)
-    if errors and all(r.error for r in rows if r.impl == "student"):
-        # A stub (or a wrong kernel) everywhere: one line per reason, not a table of errors.
+    isa, peaks = parse_peaks(text)
+    reference = [r for r in rows if r.impl == "reference" and not r.error]
+    if errors and all(r.error for r in rows if r.impl == "student") and not reference:
+        # A stub (or a wrong kernel) everywhere and no reference row to show: one line per
+        # reason, not a table of errors.
         for message, n in errors.items():
             print(f"yours: {message} ({n} benchmark{'s' * (n > 1)})")
     else:
-        for line in bench_table(rows):
+        # The reference's rows (and their share of the peak) even while yours is a stub: what
+        # there is to reach.
+        for line in bench_table(rows, isa, peaks):
             print(line)
         for message, n in errors.items():
             print(f"yours: {message} ({n} benchmark{'s' * (n > 1)})")

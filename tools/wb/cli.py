@@ -9,10 +9,11 @@ from .bench import cmd_bench
 from .common import ROOT, WorkbookError
 from .contract import cmd_contract
 from .messages import cmd_messages
+from .tables import cmd_tables
 from .handout import cmd_handout, cmd_leaks
 from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
-from .learner import (cmd_check, cmd_hint, cmd_next, cmd_record, cmd_status, cmd_use,
-                      cmd_watch)
+from .learner import (cmd_check, cmd_hint, cmd_lang, cmd_next, cmd_record, cmd_status,
+                      cmd_use, cmd_watch)
 from .quiz import cmd_quiz
 
 class Parser(argparse.ArgumentParser):
@@ -27,9 +28,15 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    p = verbs.add_parser("use", help="select the student stub or the reference for a chapter")
+    p = verbs.add_parser("use", help="select the student stub or the reference for a chapter",
+                         description="Compiles CHAPTER (or all) from your stub or from the "
+                         "reference from now on (WB_REFERENCE in the build's cache), then "
+                         "rebuilds what depends on it: its library and checks, and the "
+                         "programs already built that link it (a later chapter's checks, the "
+                         "minigpt command). Nothing else is built.")
     p.add_argument("chapter", help="3, chapter3, capstone or all")
     p.add_argument("kind", choices=["student", "reference"])
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_use)
 
@@ -76,14 +83,30 @@ def main(argv=None):
     p.add_argument("--build-dir", default=str(ROOT / "build" / "student"))
     p.set_defaults(func=cmd_hint)
 
-    p = verbs.add_parser("quiz", help="answer a chapter's numeric \"Before you code\" questions",
-                         description="Asks the numeric questions of CHAPTER's \"Before you code\" "
-                         "section one by one and checks each answer within its tolerance (the "
-                         "answers are folded in the guide). Exit status 0 when all are right.")
-    p.add_argument("chapter", help="3, chapter3 or capstone")
-    p.add_argument("--only", nargs="*", type=int, metavar="N", help="ask only question(s) N")
+    p = verbs.add_parser("lang", help="the language of the screens: zh (中文) or en",
+                         description="Keeps the language of check, hint, next, status and watch "
+                         "in the progress file. Until one is kept, a Chinese locale (LANG=zh_CN."
+                         "UTF-8, ...) means Chinese and any other English. Without an argument, "
+                         "says which language is used and why.")
+    p.add_argument("language", nargs="?", choices=["zh", "en"])
+    p.set_defaults(func=cmd_lang)
+
+    p = verbs.add_parser("quiz", help="answer a chapter's numeric questions (predictions and "
+                         "\"Before you code\")",
+                         description="Asks the numeric questions of CHAPTER's guide one by one "
+                         "(the predictions in the text, then \"Before you code\") and checks each "
+                         "answer to the precision the question states; a wrong answer gets a "
+                         "second try, and an answer rounded to fewer digits is asked again. The "
+                         "answers are folded in the guide. Language: --lang, else the progress "
+                         "file's (workbook lang), else LANG=zh* chooses Chinese. Exit status 0 "
+                         "when all are right.")
+    p.add_argument("chapter", help="3, chapter3, capstone, or experiments (docs/experiments.md)")
+    p.add_argument("--only", nargs="*", metavar="ID", help="ask only these questions: 3 or Q3 "
+                   "(\"Before you code\"), P2 (a prediction in the text)")
     p.add_argument("--list", action="store_true", help="list the questions and stop")
-    p.add_argument("--zh", action="store_true", help="ask from the Chinese guide (README.zh.md)")
+    p.add_argument("--lang", choices=["en", "zh"], help="the language of the questions and "
+                   "the screens")
+    p.add_argument("--zh", action="store_true", help="the same as --lang zh")
     p.set_defaults(func=cmd_quiz)
 
     p = verbs.add_parser("grade", help="build a student's tree, run every check, report",
@@ -162,12 +185,26 @@ def main(argv=None):
     p.add_argument("--list", action="store_true", help="list the catalogue and stop")
     p.add_argument("--signatures", metavar="FILE", help="also write the checks each mutant "
                    "fails (tools/mutants/signatures.json lets `check` name a known mistake)")
+    p.add_argument("--blame", action="store_true", help="also say, for each caught mutant, "
+                   "whether the `your code:` line of `check` names the function it changed, "
+                   "and how often in all")
+    p.add_argument("--from-signatures", action="store_true", help="with --blame: compile "
+                   "nothing, take each mutant's failing checks from tools/mutants/signatures.json "
+                   "(the whole catalogue in seconds)")
+    p.add_argument("--sample", type=int, metavar="N", help="only N mutants of each chapter, "
+                   "drawn with --seed (default: every mutant)")
+    p.add_argument("--seed", type=int, default=1, help="the seed of --sample (default 1)")
     p.add_argument("--build-dir", default=str(ROOT / "build" / "mutants"))
     p.set_defaults(func=cmd_mutants)
 
     p = verbs.add_parser("guides", help="check that each guide's Chinese edition has its structure")
     p.add_argument("--require-all", action="store_true", help="a missing README.zh.md is an error")
     p.set_defaults(func=cmd_guides)
+
+    p = verbs.add_parser("tables", help="check the chapter tables of README.md and README.zh.md "
+                         "against the build's chapters (course.json)")
+    p.add_argument("--build-dir", default=str(ROOT / "build" / "solutions"))
+    p.set_defaults(func=cmd_tables)
 
     p = verbs.add_parser("contract", help="every clause of the headers and the checks that "
                          "prove it", description="Lists, per chapter, every clause of its "

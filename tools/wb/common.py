@@ -57,8 +57,8 @@ def build(build_dir, target=None, jobs=2):
 def require_build(build_dir):
     build_dir = Path(build_dir)
     if not (build_dir / "CMakeCache.txt").exists():
-        raise WorkbookError(f"{build_dir} is not configured yet: run `cmake --preset student` "
-                            "first (or pass --build-dir)")
+        from .i18n import say
+        raise WorkbookError(say("not_configured", build=build_dir))
     return build_dir
 
 

@@ -121,6 +121,11 @@ def header_clauses(path, root=ROOT):
             for number, line in para:
                 starts.append((len(joined), number))
                 joined += line.strip() + " "
+            if joined.lstrip().startswith("@throws") and not MARKER.search(joined) \
+                    and "not a promise" not in joined:
+                problems.append(f"{name}:{starts[0][1]}: an @throws without a clause id "
+                                "(every error a header promises is a clause; or say "
+                                "'not a promise')")
             previous = 0
             for m in MARKER.finditer(joined):
                 number = max(n for o, n in starts if o <= m.start())

@@ -60,8 +60,9 @@ class Course:
         for chapter in self.chapters:
             if same_chapter(text, chapter.label):
                 return chapter
-        raise WorkbookError(f"unknown chapter '{text}'; known: "
-                            + ", ".join(c.number for c in self.chapters))
+        from .i18n import say
+        raise WorkbookError(say("unknown_chapter", text=text,
+                                known=", ".join(c.number for c in self.chapters)))
 
     def get(self, label):
         return next(c for c in self.chapters if c.label == label)
@@ -100,8 +101,8 @@ def load_course(build_dir, refresh=True):
     is re-configured once (nothing else changes)."""
     build_dir = Path(build_dir)
     if not (build_dir / "CMakeCache.txt").exists():
-        raise WorkbookError(f"{build_dir} is not configured yet: run `cmake --preset student` "
-                            "first (or pass --build-dir)")
+        from .i18n import say
+        raise WorkbookError(say("not_configured", build=build_dir))
     path = build_dir / COURSE_FILE
     if not path.exists() and refresh:
         subprocess.run(["cmake", str(build_dir)], cwd=ROOT, stdout=subprocess.DEVNULL,

@@ -2,7 +2,8 @@
 
 `workbook handout DIR` writes a tree a class can be given: every tracked file except the
 reference sources (solutions/), the mistake catalogue (tools/mutants/*.txt: its find/replace
-blocks are pieces of the reference) and the repository's own CI (.ci/); in their place
+blocks are pieces of the reference) and the repository's own CI (.ci/), and the hint ladders
+(hints/*.json) without their key lines; in their place
 prebuilt/<folder>/ holds each chapter's reference as static libraries, found by
 cmake/Workbook.cmake (wb_chapter), so WB_REFERENCE, `workbook use N reference`, the benchmarks
 and verify-stubs keep working. The chapter list comes from <build>/workbook/course.json.
@@ -36,6 +37,29 @@ NOTICE_ZH = """\
 > 但答案无法在这里读到。你的代码写在 `chapters/`；老师用自己的工作手册副本评分。
 > `prebuilt/README.md` 说明这些库是什么。
 """
+
+
+HINTS = "hints/"
+
+
+def withhold_key_lines(path):
+    """A handout's hint ladder file without its key lines (a key line is a line of the
+    reference): the ladder ends with the approach, then `use N reference`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for rungs in data.get("functions", {}).values():
+        if isinstance(rungs, dict):
+            rungs.pop("key", None)
+    data["key lines"] = "left out of this class handout"
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def key_line_report(out):
+    """[(file, line, key code)]: the ladders' key lines (lines of the reference) that can be read
+    in the handout OUT."""
+    from .ladders import key_line_leaks, key_lines
+    pages = [p for p in Path(out).rglob("*") if p.is_file() and PREBUILT not in p.parts[:1]
+             and p.suffix in (".md", ".json", ".txt", ".hpp", ".cpp", ".py", ".html", "")]
+    return key_line_leaks(pages, key_lines(ROOT), Path(out))
 
 
 def left_out(path):
@@ -345,6 +369,8 @@ def cmd_handout(args):
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
+    for ladders in sorted((out / HINTS).glob("*.json")):
+        withhold_key_lines(ladders)
     presets = out / "CMakePresets.json"
     gone = []
     if presets.exists():
@@ -369,20 +395,26 @@ def cmd_handout(args):
         if (out / guide).exists():
             add_notice(out / guide, notice.format(toolchain=toolchain_words(tc)))
 
-    public = [ROOT / f for f in files if not f.startswith(PREBUILT + "/")]
+    # The ladders' key lines are lines of the reference: not public, so they are fingerprinted.
+    public = [ROOT / f for f in files if not f.startswith((PREBUILT + "/", HINTS))]
     leaks, checked = find_leaks(out, ROOT / "solutions", public)
+    keys = key_line_report(out)
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     libs = sum(s for v in sizes.values() for _, s in v)
     print(f"handout: {out}: {len(files)} files and {2 * len(course.chapters)} libraries, "
           f"{total / 1e6:.1f} MB ({libs / 1e6:.1f} MB of libraries), compiled with "
           f"{toolchain_words(tc)}; {time.time() - started:.0f} s")
     print(f"  left out: {', '.join(LEFT_OUT)}" + (f"; presets {', '.join(gone)}" if gone else ""))
+    for path, line, code in keys[:20]:
+        print(f"  LEAK {path}:{line}: a key line of the reference: {code}")
     if leaks:
         for source, name, line, text in leaks[:20]:
             print(f"  LEAK solutions/{source}:{line} {name}: {text}")
         print(f"handout: {len(leaks)} of {checked} reference functions can be read in {out}")
+    if leaks or keys:
         return 1
-    print(f"  no reference function body in it ({checked} functions fingerprinted)")
+    print(f"  no reference function body in it ({checked} functions fingerprinted), no key "
+          "line of the hint ladders")
     print(f"next: cd {out} && cmake --workflow --preset solutions")
     return 0
 
@@ -390,14 +422,17 @@ def cmd_handout(args):
 def cmd_leaks(args):
     """`workbook handout --check DIR`: the leak check alone, on an existing handout."""
     out = Path(args.dir).resolve()
-    files = [f for f in tracked_files(ROOT) if not left_out(f)]
+    files = [f for f in tracked_files(ROOT) if not left_out(f) and not f.startswith(HINTS)]
     leaks, checked = find_leaks(out, ROOT / "solutions", [ROOT / f for f in files])
+    keys = key_line_report(out)
     stray = [str(p.relative_to(out)) for p in (out / "solutions").rglob("*") if p.is_file()] \
         if (out / "solutions").exists() else []
     for name in stray:
         print(f"  LEAK {name}: a file of solutions/")
     for source, name, line, text in leaks[:20]:
         print(f"  LEAK solutions/{source}:{line} {name}: {text}")
+    for path, line, code in keys[:20]:
+        print(f"  LEAK {path}:{line}: a key line of the reference: {code}")
     print(f"handout --check: {len(stray)} files of solutions/, {len(leaks)} of {checked} "
-          f"reference functions readable in {out}")
-    return 1 if leaks or stray else 0
+          f"reference functions, {len(keys)} key lines readable in {out}")
+    return 1 if leaks or stray or keys else 0

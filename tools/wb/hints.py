@@ -4,6 +4,7 @@ import re
 import textwrap
 
 from .common import ROOT
+from .i18n import guide_of, language, say
 from .ladders import ladder_for, reference_rung
 from .results import NOT_IMPLEMENTED, SIGNALS
 
@@ -26,35 +27,55 @@ def wrap(text, indent="  ", width=96):
                      for part in text.split("\n"))
 
 
+def _code(path):
+    """A C++ file's text without its comments."""
+    text = path.read_text(encoding="utf-8")
+    return re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
+
+
 def header_functions(chapter):
-    """The exercise functions a chapter declares, in header order."""
+    """The functions a chapter's headers declare, in header order."""
     names = []
     for path in chapter.paths():
         if path.suffix != ".hpp" or not path.exists():
             continue
-        text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
-        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", text, re.M):
+        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", _code(path), re.M):
             if name not in names and name not in ("if", "for", "while", "return", "operator"):
                 names.append(name)
     return names
 
 
-def failing_function(check, chapter):
-    """The chapter function a failing check is about: the one its message names (wb::f), else
-    the longest one its name mentions."""
+def declaring_header(function, chapter):
+    """The chapter's header that declares FUNCTION ('chapters/8-training/optim.hpp'), or ''."""
+    for path in chapter.paths():
+        if path.suffix == ".hpp" and path.exists() and re.search(
+                rf"^[A-Za-z_][\w:<>, ]*?[\s&*]+{re.escape(function)}\s*\(", _code(path), re.M):
+            return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+    return ""
+
+
+def declared_functions(check, chapter):
+    """The exercise functions a check declares it is about, most precise first: the first
+    component of each clause tag [c:<function>.<name>], then each tag that names a function the
+    chapter's headers declare ([adamw_step]). [] when its tags name none: the screen then names
+    no function rather than guess one."""
+    out = []
+    for tag in check.tags:
+        if tag.startswith("c:") and "." in tag:
+            out.append(tag[2:].split(".", 1)[0])
     functions = header_functions(chapter)
+    out += [tag for tag in check.tags if tag in functions]
+    return list(dict.fromkeys(out))
+
+
+def failing_function(check, chapter):
+    """The function to blame for a failing check: the unwritten one it stopped at, else the
+    first its tags declare (declared_functions), else None."""
     stub = check.stub
-    if stub and stub[0] in functions:
+    if stub:
         return stub[0]
-    for name in re.findall(r"wb::(\w+)", check.output):
-        if name in functions:
-            return name
-    title = check.title
-    for name in sorted(functions, key=len, reverse=True):
-        if re.search(rf"\b{re.escape(name)}\b", title) or re.search(
-                rf"\b{re.escape(name.replace('_', ' '))}\b", title):
-            return name
-    return None
+    declared = declared_functions(check, chapter)
+    return declared[0] if declared else None
 
 
 def definition(function, chapter):
@@ -69,12 +90,19 @@ def definition(function, chapter):
     return ""
 
 
+# The words of a guide's headings, in both languages: "hint" finds "Hints and xtensor pitfalls"
+# and "提示与 xtensor 陷阱".
+heading_words = {"hint": ("hint", "提示"), "pitfall": ("pitfall", "陷阱"), "task": ("task", "任务")}
+
+
 def guide_items(chapter, heading_word, item=r"- "):
     """The list items (bullets, or numbered items with item=r"\\d+\\. ") of the guide's sections
     whose heading contains heading_word, in order, each joined into one line."""
-    guide = ROOT / chapter.guide if chapter.guide else None
+    guide = ROOT / guide_of(chapter) if chapter.guide else None
     if guide is None or not guide.exists():
         return []
+    words = heading_words[heading_word] if isinstance(heading_words.get(heading_word), tuple) \
+        else (heading_word,)
     bullets, inside, current, fence = [], False, None, False
     for line in guide.read_text(encoding="utf-8").splitlines():
         if line.strip().startswith("```"):
@@ -84,7 +112,7 @@ def guide_items(chapter, heading_word, item=r"- "):
             if current:
                 bullets.append(current)
                 current = None
-            inside = heading_word in heading.group(2).lower()
+            inside = any(w in heading.group(2).lower() for w in words)
             continue
         if not inside:
             continue
@@ -94,7 +122,7 @@ def guide_items(chapter, heading_word, item=r"- "):
                 bullets.append(current)
             current = line[start.end():].strip()
         elif current is not None and line.startswith("  ") and line.strip():
-            current += " " + line.strip()
+            current = join_lines(current, line.strip())
         elif current is not None and not line.strip():
             bullets.append(current)
             current = None
@@ -103,18 +131,20 @@ def guide_items(chapter, heading_word, item=r"- "):
     return bullets
 
 
+def join_lines(text, more):
+    """Two lines of a Markdown paragraph as one: a space between them, none between two Chinese
+    characters (nor after Chinese punctuation)."""
+    cjk = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]")
+    if text and more and cjk.match(text[-1]) and cjk.match(more[0]):
+        return text + more
+    return f"{text} {more}" if text else more
+
+
 def crash_text(check):
-    what = SIGNALS.get(check.signal, check.signal.lower())
+    what = say(check.signal) if check.signal in SIGNALS else check.signal.lower()
     if check.signal == "TIMEOUT":
-        return (f"your code did not finish in check \"{check.title}\": probably a loop that "
-                "never ends (check its bounds and that the counter moves)")
-    return (f"your code crashed ({what}) in check \"{check.title}\": probably an index out of "
-            "range; check the sizes before indexing")
-
-
-CRASH_MORE = ("the student preset's index checks (WB_BOUNDS_CHECKS) cover xtensor's operator() "
-              "and at(), not views, raw pointers or data(): an index such as T - 1 with T == 0 "
-              "wraps around to a huge number and reads outside the tensor")
+        return say("timeout", title=check.title)
+    return say("crash", what=what, title=check.title)
 
 
 def hints_for(check, chapter, mistake=None):
@@ -128,17 +158,16 @@ def hints_for(check, chapter, mistake=None):
                guide_items(chapter, "pitfall") if b]
     bullets = list(dict.fromkeys(bullets))
     tasks = [markdown_to_text(t) for t in guide_items(chapter, "task", r"\d+\.\s+")]
-    first = [f"a known mistake fails exactly these checks: {mistake}"] if mistake else []
+    first = [say("known_mistake_hint", mistake=mistake)] if mistake else []
     if check.crashed:
-        first += [crash_text(check), CRASH_MORE]
+        first += [crash_text(check), say("crash_more")]
     if NOT_IMPLEMENTED in check.output:
         stub = check.stub
         if function:
             pattern = re.compile(rf"\b{re.escape(function)}\b")
-            first += [f"the task: {t}" for t in tasks if pattern.search(t)][:1]
+            first += [say("the_task", task=t) for t in tasks if pattern.search(t)][:1]
         if not first and stub:
-            first.append(f"write wb::{stub[0]} in {stub[1]}:{stub[2]}; its spec is the comment "
-                         "above its declaration in the chapter's header")
+            first.append(say("write_stub", function=stub[0], path=stub[1], line=stub[2]))
     else:
         own = list(dict.fromkeys(f.hint for f in check.failures if f.hint))
         first += own
@@ -148,7 +177,7 @@ def hints_for(check, chapter, mistake=None):
     else:
         specific = []
     others = [b for b in bullets if b not in specific]
-    ladder = [markdown_to_text(r) for r in ladder_for(ROOT / chapter.guide if chapter.guide
-                                                      else None, function)]
+    lang = language()
+    ladder = [markdown_to_text(r) for r in ladder_for(chapter.folder, function, lang)]
     rungs = first + ladder + specific + ([] if ladder else others)
-    return function, list(dict.fromkeys(rungs + [reference_rung(chapter, function, ROOT)]))
+    return function, list(dict.fromkeys(rungs + [reference_rung(chapter, function, ROOT, lang)]))

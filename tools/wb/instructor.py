@@ -12,7 +12,8 @@ from pathlib import Path
 from .common import MINIGPT_DIR, ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
-from .ladders import parse_ladders, stub_functions
+from .ladders import (hint_file, idea_headings, key_line_leaks, key_lines, ladder_problems,
+                      load_ladders, stub_functions)
 from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, relative, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
@@ -66,6 +67,7 @@ class Mutant:
     mistake: str = ""
     find: str = ""
     replace: str = ""
+    function: str = ""   # the function the edit is in (optional: else read from the file)
 
 
 def parse_catalogue(path):
@@ -92,7 +94,7 @@ def parse_catalogue(path):
             current = Mutant(value, path.stem)
         elif current is None:
             raise WorkbookError(f"{where}: expected 'mutant: NAME'")
-        elif key in ("file", "mistake"):
+        elif key in ("file", "mistake", "function"):
             setattr(current, key, value)
         elif key == "find":
             block = "find"
@@ -127,6 +129,136 @@ def write_signatures(path, signatures, labels):
     os.replace(tmp, path)
 
 
+def enclosing_function(text, index):
+    """The name of the C++ function whose body holds TEXT[index:], or ''."""
+    from .handout import DEFINITION, NOT_FUNCTIONS, strip_comments
+    # Comments blanked in place (same length), so INDEX still points at the same code.
+    code = "".join(c if c == "\n" else " " for c in text)
+    code = list(code)
+    stripped = strip_comments(text)
+    kept = iter(stripped)
+    i = j = 0
+    while i < len(text) and j < len(stripped):
+        if text[i] == stripped[j]:
+            code[i] = text[i]
+            j += 1
+        i += 1
+    code = "".join(code)
+    code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                  code, flags=re.M)
+    best, pos = "", 0
+    while True:
+        m = DEFINITION.search(code, pos)
+        if not m or m.start() > index:
+            return best
+        start, depth, i = m.end(), 1, m.end()
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        if m.group(1) not in NOT_FUNCTIONS and start <= index < i:
+            best = m.group(1)   # the innermost definition that holds it (a lambda's is a body)
+            pos = start
+        else:
+            pos = i if m.group(1) not in NOT_FUNCTIONS else start
+
+
+def mutated_function(mutant, text):
+    """The function a catalogued MUTANT changes in TEXT (its reference file); outside any
+    function (a constant of the file), the name the edit defines."""
+    found = mutant.function or enclosing_function(text, text.index(mutant.find))
+    if not found:
+        defined = re.search(r"(\w+)\s*(?:=|\{|;)", mutant.find)
+        found = defined.group(1) if defined else ""
+    return found
+
+
+def callers(helper, text, exported):
+    """The functions of EXPORTED whose bodies in TEXT call or read HELPER (a function or a
+    constant of the file; directly or through other helpers): who its mistake belongs to."""
+    from .handout import function_bodies
+    bodies = {name: " ".join(body) for name, _, body in function_bodies(text)}
+    found, todo = set(), [helper]
+    while todo:
+        name = todo.pop()
+        for other, body in bodies.items():
+            if other not in found and other != name and name and \
+                    re.search(rf"\b{re.escape(name)}\b", body):
+                found.add(other)
+                todo.append(other)
+    return [f for f in exported if f in found]
+
+
+def blame_line(chapter, outcome):
+    """(function named on `your code:`, the checks' first failure) as `check` shows them."""
+    from .hints import failing_function
+    from .screen import first_failure, known_mistake
+    first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
+    return (failing_function(first, chapter) if not first.stub else None), first
+
+
+TEST_CASE = re.compile(r'\bTEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)(?:,\s*((?:"(?:[^"\\]|\\.)*"\s*)+))?\)')
+
+
+def declared_checks(folder):
+    """{title: (file, line, [tags])} of the TEST_CASEs in tests/FOLDER/*.cpp."""
+    found = {}
+    for path in sorted((ROOT / "tests" / folder).glob("*.cpp")):
+        text = path.read_text(encoding="utf-8")
+        for m in TEST_CASE.finditer(text):
+            title = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+            tags = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            found[title] = (str(path.relative_to(ROOT)), text.count("\n", 0, m.start()) + 1,
+                            re.findall(r"\[([^\]]+)\]", tags))
+    return found
+
+
+def blame_from_signatures(catalogue, course, wanted):
+    """The blame survey without compiling: each catalogued mutant's failing checks as the last
+    `mutants --signatures` recorded them (tools/mutants/signatures.json), their tags read from
+    the checks' sources, and the screen's choice of check and function made on them. A quick
+    estimate over the whole catalogue; the compiled survey is `mutants --blame`."""
+    from .hints import failing_function, header_functions
+    from .results import Check, Failure, Outcome
+    from .screen import SIGNATURES, first_failure, known_mistake
+    signatures = json.loads(SIGNATURES.read_text(encoding="utf-8"))
+    named = total = 0
+    for label in course.labels:
+        if label not in wanted:
+            continue
+        chapter = course.get(label)
+        checks = declared_checks(chapter.folder)
+        exported = header_functions(chapter)
+        for m in (m for m in catalogue if m.folder == chapter.folder):
+            sig = signatures.get(m.name)
+            if not sig:
+                print(f"NO SIGNATURE {label:<9} {m.name}")
+                continue
+            failed = []
+            for title in sig.get("failing", []):
+                file, line, tags = checks.get(title, ("", 0, []))
+                text = sig.get("messages", {}).get(title, "")
+                failed.append(Check(f"{label}: {title}", False, [Failure(file, line, text)],
+                                    file, line, tags=tags))
+            failed.sort(key=lambda c: (c.file, c.line))
+            outcome = Outcome(failed)
+            first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
+            blamed = failing_function(first, chapter)
+            text = (ROOT / "solutions" / chapter.folder / m.file).read_text(encoding="utf-8")
+            changed = mutated_function(m, text)
+            owners = [changed] if changed in exported else callers(changed, text, exported) or \
+                [changed]
+            hit = blamed in owners
+            total += 1
+            named += hit
+            print(f"{'NAMED ' if hit else 'MISSED'} {label:<9} {m.name:<40} changed wb::{changed}"
+                  + (f" (read by {', '.join(owners)})" if owners != [changed] else "")
+                  + f", your code: {'wb::' + blamed if blamed else '(none)'}")
+    share = 100 * named / total if total else 0
+    print(f"your code: names the changed function for {named}/{total} catalogued mutants "
+          f"({share:.0f}%; from the recorded signatures, nothing compiled)")
+    return 0
+
+
 def cmd_mutants(args):
     build_dir = Path(args.build_dir)
     catalogue = []
@@ -140,6 +272,14 @@ def cmd_mutants(args):
         for m in catalogue:
             print(f"{m.folder:<14} {m.name:<32} {m.mistake}")
         return 0
+    if args.from_signatures:
+        from .course import any_course
+        course = any_course(build_dir)
+        if course is None:
+            raise WorkbookError("no configured build to read the chapters from: cmake --preset "
+                                "solutions first (or pass --build-dir)")
+        wanted = {course.find(c).label for c in args.only} if args.only else set(course.labels)
+        return blame_from_signatures(catalogue, course, wanted)
 
     if not any((ROOT / "solutions").glob("*/*.cpp")):
         raise WorkbookError("the mistakes are edits of the reference sources (solutions/), which "
@@ -151,9 +291,18 @@ def cmd_mutants(args):
     scratch = build_dir / "mutant-src"
     counts = {"CAUGHT": 0, "SURVIVED": 0, "BROKEN": 0}
     signatures = {}  # mutant: the checks it fails (for `check` to recognise a known mistake)
+    blame = {"named": 0, "caught": 0}
+    sample = None
+    if args.sample:
+        import random
+        rng = random.Random(args.seed)
+        sample = set()
+        for folder in dict.fromkeys(m.folder for m in catalogue):
+            mine = [m.name for m in catalogue if m.folder == folder]
+            sample.update(rng.sample(mine, min(args.sample, len(mine))))
     for label in labels:
         folder = course.get(label).folder
-        mutants = [m for m in catalogue if m.folder == folder]
+        mutants = [m for m in catalogue if m.folder == folder and (sample is None or m.name in sample)]
         if label not in wanted or not mutants:
             continue
         work = scratch / folder
@@ -197,6 +346,22 @@ def cmd_mutants(args):
                     verdict = "CAUGHT"
                     detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
                               + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))
+                    if args.blame:
+                        from .hints import header_functions
+                        chapter = course.get(label)
+                        changed = mutated_function(m, text)
+                        named, first = blame_line(chapter, outcome)
+                        exported = header_functions(chapter)
+                        owners = [changed] if changed in exported else \
+                            callers(changed, text, exported) or [changed]
+                        hit = named in owners
+                        blame["caught"] += 1
+                        blame["named"] += hit
+                        detail = (f"{'NAMED ' if hit else 'MISSED'} changed wb::{changed}"
+                                  + (f" (a helper of {', '.join(owners)})"
+                                     if owners != [changed] else "")
+                                  + f", your code: {'wb::' + named if named else '(none)'}"
+                                  f"; first check: {first.title}")
                 else:
                     verdict = "SURVIVED"
                     detail = f"all {len(outcome.checks)} checks pass: {m.mistake}"
@@ -211,6 +376,10 @@ def cmd_mutants(args):
     total = sum(counts.values())
     print(f"{counts['CAUGHT']}/{total} mutants caught, {counts['SURVIVED']} survived, "
           f"{counts['BROKEN']} broken")
+    if args.blame:
+        share = 100 * blame["named"] / blame["caught"] if blame["caught"] else 0
+        print(f"your code: names the changed function for {blame['named']}/{blame['caught']} "
+              f"caught mutants ({share:.0f}%)")
     return 0 if counts["CAUGHT"] == total and total else 1
 
 
@@ -247,22 +416,56 @@ def cmd_guides(args):
         for key in differ:
             print(f"{name:<14} {key} differ: English has {len(a[key])}, Chinese {len(b[key])}"
                   + ("" if len(a[key]) != len(b[key]) else " (same count, different content)"))
-        chapter_guide = english.parent.parent == ROOT / "chapters"  # the glossary's scope
-        for line in check_pair(english.read_text(), chinese.read_text(), terms=chapter_guide):
+        chapter_guide = english.parent.parent == ROOT / "chapters"
+        for line in check_pair(english.read_text(), chinese.read_text(), terms=True):
             print(f"{name:<14} {line}")
             differ.append(line)
-        if chapter_guide:  # every exercise function has its hint ladder
-            have = parse_ladders(english.read_text())
-            for function in stub_functions(english.parent):
-                if function not in have:
-                    line = f"no hint ladder for wb::{function} (### `wb::{function}` under " \
-                           "## Hint ladders)"
-                    print(f"{name:<14} {line}")
-                    differ.append(line)
+        if chapter_guide:  # every exercise function: a ladder in both languages, its idea
+            folder = english.parent.name
+            ladders = {lang: load_ladders(folder, lang) for lang in ("en", "zh")}
+            lines = ladder_problems(ladders["en"], ladders["zh"], stub_functions(english.parent))
+            for lang in ("en", "zh"):
+                if not hint_file(folder, lang).exists():
+                    lines.append(f"no {hint_file(folder, lang).relative_to(ROOT)}")
+            for edition, guide in (("English", english), ("Chinese", chinese)):
+                ideas = idea_headings(guide.read_text())
+                if ideas != list(ladders["en"]):
+                    lines.append(f"{edition} guide: the ideas kept are {ideas}, the ladders "
+                                 f"{list(ladders['en'])} (### `wb::f` under ## "
+                                 f"{'Ideas, one per function' if edition == 'English' else '每个函数的思路'})")
+            for line in lines:
+                print(f"{name:<14} {line}")
+            differ += lines
         if not differ:
             print(f"{name:<14} OK: {len(a['headings'])} headings, {len(a['formulas'])} formulas, "
                   f"{len(a['code blocks'])} code blocks, {len(a['tables'])} tables")
         problems += bool(differ)
+    # Every other Chinese text a learner reads is held to the glossary too: the Chinese hint
+    # ladders, any other Chinese page, and the tool's own Chinese screens (wb/i18n.py).
+    from .guidecheck import forbidden_terms
+    from .i18n import chinese_templates, strip_fields
+    texts = [(str(p.relative_to(ROOT)), "\n".join(
+        t for rungs in load_ladders(p.name.split(".")[0], "zh").values() for t in rungs.values()))
+        for p in sorted((ROOT / "hints").glob("*.zh.json"))]
+    paired = {g.with_name("README.zh.md") for g in guides}
+    pages = [p for top in ROOT.iterdir() if top.is_dir() and top.name not in ("build", "prebuilt")
+             and not top.name.startswith(".") for p in top.rglob("*.zh.md")]
+    texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(pages) if p not in paired]
+    texts.append(("tools/wb/i18n.py", "\n".join(strip_fields(t) for t in chinese_templates())))
+    for name, text in texts:
+        for snippet, variant, term in forbidden_terms(text):
+            print(f"{name:<14} Chinese uses {variant} (glossary: {term}): {snippet}")
+            problems += 1
+    # No key line of the reference in any guide: the ladders give them, one rung at a time.
+    keys = key_lines()
+    pages = [p for g in guides for p in (g, g.with_name("README.zh.md")) if p.exists()]
+    pages += sorted((ROOT / "docs").glob("**/*.md"))
+    leaks = key_line_leaks(pages, keys, ROOT)
+    for path, line, code in leaks:
+        print(f"{path}:{line}: a key line of the reference, given by `workbook hint` only: {code}")
+    print(f"key lines: {len(keys)} of the reference in the ladders, "
+          f"{len(leaks)} in the guides")
+    problems += bool(leaks)
     return 1 if problems else 0
 
 
@@ -290,8 +493,9 @@ def failure_lines(check):
     if not check.failures:
         return ["failed"]
     first = check.failures[0]
+    notes = [l for text in first.explanation for l in text.splitlines() if l.strip()]
     lines = [l for l in first.text.splitlines() if l.strip()]
-    return ([f"at {first.where}"] if first.where else []) + lines
+    return ([f"at {first.where}"] if first.where else []) + notes + lines
 
 
 def write_grade_junit(path, report):
@@ -387,7 +591,6 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
         raise WorkbookError(f"--tree {Path(tree).resolve()}: no such folder")
     build_dir = Path(build_dir)
     # The course first (a plain configure), then the student's folders in place of the stubs.
-    (build_dir / "workbook" / "hints.json").unlink(missing_ok=True)  # another student's
     # Unset the previous tree's folders first: that tree may be gone, and CMake would refuse it.
     configure(build_dir, **{"WB_IMPL_DIR_*": None, "WB_EXTRA_TESTS": None})
     course = load_course(build_dir)
@@ -492,8 +695,9 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
 
 def print_report(report, verbose=False, lines=4):
     for ch in report["chapters"]:
+        whole = ch["checks"] and ch["passed"] == len(ch["checks"])
         print(f"\n{ch['label']:<9} {ch['passed']:3d}/{len(ch['checks']):<3d} passed"
-              + (f"  {ch['note']}" if ch["note"] else ""))
+              + ("  complete" if whole else "") + (f"  {ch['note']}" if ch["note"] else ""))
         if ch["note"].startswith(("does not compile", "not started")) and not verbose:
             continue  # one line says it all
         for c in ch["checks"]:

@@ -24,9 +24,25 @@ SIGNALS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGFPE":
            "SIGILL": "illegal instruction"}
 
 
+# The build folder whose compiler and checks wrote the text being read: a compiler run from it
+# (ccache's base_dir, for one) writes the repository's files as ../../chapters/..., relative to it.
+_BUILD_PREFIX = []
+
+
+def use_build_dir(build_dir):
+    """Paths that the compiler or the checks write relative to BUILD_DIR are read as paths of
+    the repository from now on."""
+    prefix = os.path.relpath(ROOT, Path(build_dir).resolve())
+    _BUILD_PREFIX[:] = [] if prefix == "." else [prefix + os.sep]
+
+
 def relative(text):
-    """Paths inside the repository, written relative to it."""
-    return str(text).replace(str(ROOT) + os.sep, "")
+    """Paths inside the repository, written relative to it (also when the compiler wrote them
+    relative to the build folder, see use_build_dir)."""
+    text = str(text).replace(str(ROOT) + os.sep, "")
+    for prefix in _BUILD_PREFIX:
+        text = re.sub(r"(?<![\w./-])" + re.escape(prefix), "", text)
+    return text
 
 
 @dataclass
@@ -34,6 +50,15 @@ class Failure:
     file: str
     line: int
     text: str     # the check's message, exactly as written (expected, actual, hint ...)
+    # What the check said about this assertion before it failed, in order: its INFO,
+    # UNSCOPED_INFO and CAPTURE texts and the WARN texts that came before it, each
+    # [kind, text] with kind "info" or "warning".
+    notes: list = field(default_factory=list)
+
+    @property
+    def explanation(self):
+        """The check's own words about this failure: its notes' texts, in order."""
+        return [text for _, text in self.notes]
 
     @property
     def where(self):
@@ -61,6 +86,7 @@ class Check:
     line: int = 0
     signal: str = ""             # SIGSEGV when the check crashed
     seconds: float = 0.0
+    tags: list = field(default_factory=list)   # its Catch tags, without brackets
 
     @property
     def title(self):
@@ -116,10 +142,21 @@ def _text(element):
 
 
 def _failures(case):
-    """The failed assertions of one <TestCase> (any depth of sections), in order."""
-    out = []
+    """The failed assertions of one <TestCase> (any depth of sections), in order, each with the
+    notes the check wrote before it. Catch writes a failed assertion's INFO, UNSCOPED_INFO and
+    CAPTURE messages as <Info> elements just before it (2.13: text only; 3.x: with filename and
+    line), and a WARN as a <Warning> where it happened; both are kept with the next failure."""
+    out, notes = [], []
+    inner = {id(e.find("Exception")) for e in case.iter("Expression")
+             if e.find("Exception") is not None}
     for element in case.iter():
         where = (relative(element.get("filename", "")), int(element.get("line", 0) or 0))
+        if element.tag in ("Info", "Warning"):
+            text = _text(element)
+            if text:
+                notes.append(["info" if element.tag == "Info" else "warning", text])
+            continue
+        failure = None
         if element.tag == "Expression" and element.get("success") == "false":
             exception = element.find("Exception")
             fatal = element.find("FatalErrorCondition")
@@ -128,19 +165,26 @@ def _failures(case):
             if fatal is not None:
                 continue  # reported on its own below
             if exception is not None:
-                out.append(Failure(*where, _text(exception)))
+                failure = Failure(*where, _text(exception))
             else:
                 text = _text(original) if original is not None else ""
                 text = f"{element.get('type', 'CHECK')}( {text} )"
                 if expanded is not None and _text(expanded) != _text(original):
                     text += "\nwith expansion: " + _text(expanded)
-                out.append(Failure(*where, text))
+                failure = Failure(*where, text)
         elif element.tag in ("Failure", "FatalErrorCondition"):
-            out.append(Failure(*where, _text(element)))
-        elif element.tag == "Exception" and element not in [
-                e.find("Exception") for e in case.iter("Expression")]:
-            out.append(Failure(*where, _text(element)))
+            failure = Failure(*where, _text(element))
+        elif element.tag == "Exception" and id(element) not in inner:
+            failure = Failure(*where, _text(element))
+        if failure is not None:
+            failure.notes, notes = notes, []
+            out.append(failure)
     return out
+
+
+def _tags(element):
+    """['optim', 'adamw'] of tags="[optim][adamw]"."""
+    return re.findall(r"\[([^\]]+)\]", element.get("tags", "") or "")
 
 
 def parse_catch_xml(text, prefix=""):
@@ -170,12 +214,13 @@ def parse_catch_xml(text, prefix=""):
                             relative(element.get("filename", "")), int(element.get("line", 0)),
                             fatal.text.split()[0] if fatal else "",
                             float(result.get("durationInSeconds", 0) or 0)
-                            if result is not None else 0.0))
+                            if result is not None else 0.0, _tags(element)))
     if open_case is not None:  # the process died inside this check
         failures = _failures(open_case)
         checks.append(Check(prefix + open_case.get("name", ""), False, failures,
                             relative(open_case.get("filename", "")),
-                            int(open_case.get("line", 0)), "CRASHED"))
+                            int(open_case.get("line", 0)), "CRASHED",
+                            tags=_tags(open_case)))
     return checks
 
 
@@ -242,6 +287,7 @@ def run_checks(build_dir, label, jobs=2, timeout=300):
     check."""
     started = time.time()
     build_dir = Path(build_dir)
+    use_build_dir(build_dir)
     tests = ctest_tests(build_dir, label)
     prefix = f"{label}: "
     exe = build_dir / f"test_{label}"
@@ -293,6 +339,16 @@ def run_checks(build_dir, label, jobs=2, timeout=300):
 PROGRESS = ROOT / ".workbook-progress.json"
 
 
+def progress_file():
+    """The learner's progress file (WB_PROGRESS_FILE, else .workbook-progress.json beside
+    chapters/): the results of each chapter, the hints seen, the language of the screens."""
+    return Path(os.environ.get("WB_PROGRESS_FILE", PROGRESS))
+
+
+def write_progress(data, path=None):
+    _write_json(Path(path or progress_file()), data)
+
+
 def results_dir(build_dir):
     return Path(build_dir) / "workbook" / "results"
 
@@ -309,35 +365,55 @@ def save_outcome(build_dir, label, outcome):
 
 
 def load_outcome(build_dir, label):
+    use_build_dir(build_dir)  # for the paths of its build log
     path = results_dir(build_dir) / f"{label}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    checks = [Check(**{**c, "failures": [Failure(**f) for f in c["failures"]]})
-              for c in data.pop("checks", [])]
-    return Outcome(checks, **data)
+    try:
+        checks = [Check(**{**c, "failures": [Failure(**f) for f in c["failures"]]})
+                  for c in data.pop("checks", [])]
+        return Outcome(checks, **data)
+    except TypeError:
+        return None  # kept by another version of the tool: run the checks again
 
 
 def read_progress(path=None):
     try:
-        data = json.loads(Path(path or PROGRESS).read_text(encoding="utf-8"))
+        data = json.loads(Path(path or progress_file()).read_text(encoding="utf-8"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
-def record_progress(chapter, outcome, path=None):
-    """Notes the result of a run of CHAPTER's checks in the progress file."""
+def complete(outcome):
+    """A chapter is complete when it compiles, has checks, and every one passes: the one rule
+    of check, status, next, watch, the progress file and grade."""
+    return bool(outcome.compiled and outcome.checks and not outcome.failed)
+
+
+def record_progress(chapter, outcome, path=None, first=None):
+    """Notes the result of a run of CHAPTER's checks in the progress file; FIRST is the failing
+    check the screen shows first (default: the first in source order)."""
     data = read_progress(path)
     chapters = data.setdefault("chapters", {})
-    first = outcome.failed[0] if outcome.failed else None
+    first = first or (outcome.failed[0] if outcome.failed else None)
     chapters[chapter.label] = {
         "time": outcome.time or time.time(), "kind": chapter.kind,
         "passed": len(outcome.passed), "total": len(outcome.checks),
-        "compiled": outcome.compiled,
+        "compiled": outcome.compiled, "complete": complete(outcome),
         "first_failure": first.title if first else ""}
-    _write_json(Path(path or PROGRESS), data)
+    _write_json(Path(path or progress_file()), data)
+
+
+def record_complete(record):
+    """True when a progress record says its chapter is complete (records kept before the
+    "complete" field: every check passed)."""
+    if "complete" in record:
+        return bool(record["complete"])
+    return bool(record.get("compiled", True) and record.get("total")
+                and record.get("passed") == record.get("total"))
 
 
 def last_edit(chapter):
@@ -428,9 +504,11 @@ def own_warnings(log, folders):
 
 
 def build_target(build_dir, target, jobs=2):
-    """(ok, log) of building one target."""
+    """(ok, log) of building one target (or a list of targets)."""
+    use_build_dir(build_dir)
+    targets = [target] if isinstance(target, str) else list(target)
     result = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs), "--target",
-                             target], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                             *targets], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     return result.returncode == 0, result.stdout
 

@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 
 from .common import ROOT
-from .hints import crash_text, definition, failing_function, hints_for
+from .hints import (crash_text, declared_functions, declaring_header, definition,
+                    failing_function, hints_for)
+from .i18n import chapter_name, chinese_title, guide_of, say, width, zh
 from .results import NOT_IMPLEMENTED
 
 WIDTH = 100
@@ -17,20 +19,87 @@ def bar(done, total, width=30):
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
-def cut(text, width=WIDTH):
-    """One line of at most WIDTH characters (the indent kept)."""
+def cut(text, columns=WIDTH):
+    """One line of at most COLUMNS columns (the indent kept; a Chinese character takes two)."""
     indent = text[:len(text) - len(text.lstrip())]
     text = indent + " ".join(text.split())
-    return text if len(text) <= width else text[:width - 1] + "…"
+    if width(text) <= columns:
+        return text
+    while width(text) > columns - 1:
+        text = text[:-1]
+    return text + "…"
+
+
+CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"
+TOKEN = re.compile(f"[{CJK}]|[^\\s{CJK}]+|\\s+")
 
 
 def para(text, indent="", more="      "):
-    import textwrap
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=more,
-                         break_on_hyphens=False, break_long_words=False)
+    """TEXT wrapped to WIDTH columns: between words, and between any two Chinese characters
+    (a Chinese line has no spaces to break at); never inside a `command`."""
+    glue = "\x00"
+    text = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", glue), text)
+    if not re.search(f"[{CJK}]", text):
+        import textwrap
+        return [l.replace(glue, " ") for l in textwrap.wrap(
+            text, WIDTH, initial_indent=indent, subsequent_indent=more, break_on_hyphens=False,
+            break_long_words=False)]
+    return [l.replace(glue, " ") for l in _wrap_columns(text, indent, more)]
+
+
+def _wrap_columns(text, indent, more):
+    lines, line = [], indent
+    for token in TOKEN.findall(text):
+        if token.isspace():
+            token = " "
+        if width(line) + width(token) > WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = more
+            if token == " ":
+                continue
+        line += token
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
+NOTE_LINES = 8    # lines of one note of a check (INFO, WARN) on the screen; --verbose: all
+
+
+def note_lines(failure, verbose=False, indent="  "):
+    """What the check said about FAILURE (its INFO, UNSCOPED_INFO, CAPTURE and WARN texts), as
+    screen lines: the check's explanation, shown before the raw values."""
+    if not failure.notes:
+        return []
+    out = [indent + say("check_says").lstrip()]
+    for kind, text in failure.notes:
+        lines = text.splitlines() or [""]
+        if kind == "warning":
+            lines[0] = say("warning_note", text=lines[0])
+        shown = lines if verbose else lines[:NOTE_LINES]
+        for line in shown:
+            if width(line) + len(indent) + 2 > WIDTH and line == line.lstrip():
+                out += para(line, indent + "  ", indent + "  ")  # a sentence: wrapped
+            else:
+                out.append(f"{indent}  {line}")
+        if len(shown) < len(lines):
+            out.append(f"{indent}  " + say("more_lines", n=len(lines) - len(shown)))
+    return out
+
+
+def failure_text(failure):
+    """A failure's message as the screen shows it: as the check wrote it, except an unwritten
+    function's, which the tool says in the learner's language."""
+    stub = failure.stub
+    if stub and zh():
+        return say("stub_text", function=stub[0], path=stub[1], line=stub[2])
+    return failure.text
 
 
 def heading(chapter):
+    """'chapter4 · Chapter 4 — ...' (in Chinese: the Chinese guide's title)."""
+    if zh():
+        return chinese_title(chapter) or chapter_name(chapter)
     return f"{chapter.label} · {chapter.title}" if chapter.title else chapter.label
 
 
@@ -38,37 +107,53 @@ def _cmd(verb, chapter):
     return f"tools/workbook {verb} {chapter.number}"
 
 
+def next_mine(chapter, course):
+    """(the learner's next chapter after CHAPTER, [the chapters skipped on the way: compiled from
+    the reference or a folder]); the first is None after the last chapter."""
+    skipped, after = [], course.after(chapter.label)
+    while after is not None and after.kind != "stub":
+        skipped.append(after)
+        after = course.after(after.label)
+    return after, skipped
+
+
+def skipped_lines(skipped):
+    if not skipped:
+        return []
+    names = ("、" if zh() else ", ").join(chapter_name(c) for c in skipped)
+    key = "skipped_one" if len(skipped) == 1 else "skipped_many"
+    return para(say(key, names=names, number=skipped[0].number), "", "    ")
+
+
 def next_chapter_lines(chapter, course):
-    after = course.after(chapter.label)
+    after, skipped = next_mine(chapter, course)
     if after is None:
-        return [f"{chapter.label} passes: that was the last chapter. `tools/workbook status` "
-                "shows the whole course."]
-    return [f"{chapter.label} passes. Next: {heading(after)}",
-            f"  read {after.guide}, then `{_cmd('check', after)}` (or `tools/workbook watch`)"]
+        return [say("last_complete", name=chapter_name(chapter))] + skipped_lines(skipped)
+    return ([say("complete_next", name=chapter_name(chapter), heading=heading(after))]
+            + skipped_lines(skipped)
+            + [say("read_then", guide=guide_of(after), check=_cmd('check', after))])
 
 
 def warning_lines(warnings, verbose=False):
     if not warnings:
         return []
-    out = [f"warnings in your code ({len(warnings)}):"]
+    out = [say("warnings", n=len(warnings))]
     for block in warnings if verbose else warnings[:3]:
         out += ["  " + l for l in block[:12]]
     if len(warnings) > 3 and not verbose:
-        out.append(f"  … {len(warnings) - 3} more warnings (--verbose)")
+        out.append(say("more_warnings", n=len(warnings) - 3))
     return out
 
 
 def compile_error_screen(chapter, where, lines, verbose=False):
-    out = [heading(chapter), "does not compile. The first error"
-           + (f", in your code at {where}:" if where else ":")]
+    out = [heading(chapter), say("no_compile_at", where=where) if where else say("no_compile")]
     shown = lines if verbose else lines[:ERROR_LINES]
     out += ["  " + l for l in shown]
     if len(shown) < len(lines):
-        out.append(f"  … {len(lines) - len(shown)} more lines of this error (--verbose for the "
-                   "whole build log)")
+        out.append(say("more_error_lines", n=len(lines) - len(shown)))
     out.append("")
-    out.append(f"next: fix {where or 'the line named above'} and save; then "
-               f"`{_cmd('check', chapter)}` again (or `{_cmd('watch', chapter)}`)")
+    out += para(say("next_fix_error", where=where or say("line_named_above"),
+                    check=_cmd('check', chapter), watch=_cmd('watch', chapter)))
     return out
 
 
@@ -94,12 +179,20 @@ def first_failure(outcome, chapter, mistake=None):
 SIGNATURES = ROOT / "tools" / "mutants" / "signatures.json"
 
 
+# The start of a failure that is only about a message's wording (tests/support/check.cpp).
+WORDING_FAILURE = "the exception was thrown, but its message should name"
+
+
 def known_mistake(chapter, outcome, path=SIGNATURES):
     """The catalogued mistake (tools/mutants/) whose failing checks are the learner's, or None:
     the checks it fails are the same as those failing now (at least 80 % in common), and none of
     the learner's failures is an unwritten function."""
     import json
-    failing = {c.title for c in outcome.failed}
+    # A failure only of a message's wording (the message lacks a fact) says nothing about which
+    # mistake was made: a banner never fires on wording alone.
+    wording = {c.title for c in outcome.failed
+               if c.failures and c.failures[0].text.startswith(WORDING_FAILURE)}
+    failing = {c.title for c in outcome.failed} - wording
     said = {c.title: "\n".join(c.failures[0].text.splitlines()[:2])
             for c in outcome.failed if c.failures}
     if not failing or any(c.stub for c in outcome.failed):
@@ -112,7 +205,8 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
     for name, sig in signatures.items():
         if sig.get("label") != chapter.label:
             continue
-        theirs = set(sig.get("failing", []))
+        theirs = set(sig.get("failing", [])) - {
+            t for t, m in sig.get("messages", {}).items() if m.startswith(WORDING_FAILURE)}
         jaccard = len(theirs & failing) / len(theirs | failing) if theirs | failing else 0
         if jaccard >= 0.8:
             # Ties (two mistakes failing the same checks) are told apart by the messages.
@@ -126,12 +220,28 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
     return mistakes[0] if len(mistakes) == 1 else "; or ".join(mistakes[:2])
 
 
+def your_code_lines(check, chapter):
+    """'  your code: wb::f, file:line' for the function CHECK declares (its tags), and the other
+    functions it declares, if any."""
+    declared = declared_functions(check, chapter)
+    if not declared:
+        return []
+    function, others = declared[0], declared[1:]
+    where = definition(function, chapter)
+    out = [say("your_code", function=function,
+               where=say("your_code_where", where=where) if where else "")]
+    if others:
+        out.append(say("also_calls", names=", ".join(f"wb::{f}" for f in others)))
+    return out
+
+
 def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     """The lines of the one screen for CHAPTER's OUTCOME."""
     total, passed = len(outcome.checks), len(outcome.passed)
-    out = [heading(chapter), f"score: {passed}/{total} checks pass  {bar(passed, total)}"]
+    out = [heading(chapter), say("score", passed=passed, total=total, bar=bar(passed, total))
+           + (say("complete_mark") if total and passed == total else "")]
     if total == 0:
-        return out + ["no checks ran: is Catch2 installed (tools/setup.sh)?"]
+        return out + [say("no_checks_ran")]
     if not outcome.failed:
         out += warning_lines(warnings, verbose)
         return out + [""] + next_chapter_lines(chapter, course)
@@ -141,30 +251,35 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
     function = failing_function(first, chapter)
     out.append("")
     if mistake:
-        out += para(f"likely mistake (these {len(outcome.failed)} checks fail together for a "
-                    f"known one): {mistake}", "", "  ")
-    out.append(f"first failing check: {first.title}")
-    out.append(f"  check: {first.file}:{first.line}")
+        out += para(say("likely_mistake", n=len(outcome.failed), mistake=mistake), "", "  ")
+    # A stub's check is named by where it is in Chinese: its title is English, and the tool's
+    # own line below says what to do.
+    out.append(say("first_failing_stub" if first.stub else "first_failing", title=first.title,
+                   where=f"{first.file}:{first.line}"))
+    if not (first.stub and zh()):
+        out.append(say("check_at", where=f"{first.file}:{first.line}"))
     if first.crashed:
         out.append("  " + crash_text(first))
     stub = first.stub
     if function and not stub:
-        where = definition(function, chapter)
-        out.append(f"  your code: wb::{function}" + (f", {where}" if where else ""))
+        out += your_code_lines(first, chapter)
     failures = first.failures if verbose else first.failures[:1]
     for failure in failures:
+        if not failure.stub:
+            out += note_lines(failure, verbose)
         if failure.where and failure.where != f"{first.file}:{first.line}" and not stub:
-            out.append(f"  failed at {failure.where}:")
-        out += ["    " + l for l in failure.text.splitlines()]
+            out.append(say("failed_at", where=failure.where))
+        elif failure.notes and not failure.stub:
+            out.append(say("what_failed"))
+        out += ["    " + l for l in failure_text(failure).splitlines()]
     more = len(first.failures) - len(failures)
     if more:
-        out.append(f"  (and {more} more failed assertion{'s' * (more > 1)} in this check: "
-                   "--verbose shows them)")
+        out.append(say("more_assertions", n=more, s="s" * (more > 1)))
 
     others = [c for c in outcome.failed if c is not first]
     if others:
         out.append("")
-        out.append(f"other failing checks ({len(others)}):")
+        out.append(say("other_failing", n=len(others)))
         stubs, shown = {}, 0
         for c in others:
             s = c.stub
@@ -174,46 +289,49 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
             if verbose:
                 out.append(f"  ✗ {c.title}")
                 for f in c.failures:
-                    out += ["      " + l for l in f.text.splitlines()]
+                    out += note_lines(f, True, "      ")
+                    out += ["      " + l for l in failure_text(f).splitlines()]
                 if c.crashed:
                     out.append("      " + crash_text(c))
                 continue
             shown += 1
             if shown > 12:
                 continue
-            reason = ("crashed (" + c.signal + ")" if c.crashed else
-                      (c.failures[0].text.splitlines() or [""])[0] if c.failures else "failed")
+            reason = (say("crashed_short", signal=c.signal) if c.crashed else
+                      (failure_text(c.failures[0]).splitlines() or [""])[0] if c.failures
+                      else say("failed_short"))
             out.append(cut(f"  ✗ {c.title}: {reason}"))
         if shown > 12:
-            out.append(f"  … {shown - 12} more (--verbose)")
+            out.append(say("more_checks", n=shown - 12))
         if stubs:
             names = ", ".join(f"wb::{n} ({len(cs)})" for n, cs in stubs.items())
-            text = f"not written yet, {sum(len(v) for v in stubs.values())} checks: {names}"
+            text = say("not_written", n=sum(len(v) for v in stubs.values()), names=names)
             out += para(text, "  ", "    ")
 
     out.append("")
     if stub:
         name, path, line = stub
         mine = any(str(p).endswith(path) for p in chapter.paths())
-        header = next((f for f in chapter.files if f.endswith(".hpp")), "")
+        header = declaring_header(name, chapter)
         if mine:
-            out += para(f"next: open {path}:{line} and write wb::{name}"
-                        + (f" (its spec is its comment in {header};" if header else " (")
-                        + f" the task is in {chapter.guide})")
+            out += para(say("next_write", path=path, line=line, function=name,
+                            spec=say("spec_in", header=header) if header else "",
+                            guide=guide_of(chapter)))
         else:
             owner = next((c for c in course.chapters if path.startswith(f"chapters/{c.folder}/")),
                          None)
             use = f"`tools/workbook use {owner.number} reference`" if owner else \
                 "`tools/workbook use N reference`"
-            out += para(f"next: this check calls wb::{name} of an earlier chapter: write it in "
-                        f"{path}:{line}, or build that chapter from the reference ({use})")
+            out += para(say("next_earlier", function=name, path=path, line=line, use=use))
     else:
         _, hints = hints_for(first, chapter, mistake)
-        what = f"wb::{function}" if function else f"the code that check calls ({first.file}:{first.line})"
-        out += para(f"next: fix {what} and save"
-                    + (f"; `{_cmd('hint', chapter)}` for a hint ({len(hints)} available)"
+        header = declaring_header(function, chapter) if function else ""
+        what = ((say("fix_function_spec", function=function, header=header) if header else
+                 say("fix_function", function=function)) if function else
+                say("fix_code", where=f"{first.file}:{first.line}"))
+        out += para(say("next_fix", what=what)
+                    + (say("next_fix_hints", command=_cmd('hint', chapter), n=len(hints))
                        if hints else ""))
-    out.append(f"  then `{_cmd('check', chapter)}` again, or `{_cmd('watch', chapter)}` to "
-               "check on every save")
+    out.append(say("then_again", check=_cmd('check', chapter), watch=_cmd('watch', chapter)))
     out += warning_lines(warnings, verbose) and [""] + warning_lines(warnings, verbose)
     return out

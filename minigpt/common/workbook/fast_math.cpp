@@ -34,15 +34,16 @@ inline void gelu_one(float u, float& y, float* grad) {
 }
 
 void gelu_row_portable(float* y, float* grad, const float* b, std::size_t n) {
-    for (std::size_t j = 0; j < n; ++j) gelu_one(y[j] + b[j], y[j], grad == nullptr ? nullptr : grad + j);
+    for (std::size_t j = 0; j < n; ++j)
+        gelu_one(y[j] + b[j], y[j], grad == nullptr ? nullptr : grad + j);
 }
 
 #ifdef WB_SIMD_X86
 // fast_exp_nonpositive, eight lanes at a time: the same steps and constants.
 WB_TARGET_AVX2 inline __m256 fast_exp_nonpositive8(__m256 x_in) {
     const __m256 x = _mm256_max_ps(x_in, _mm256_set1_ps(-88.0f));
-    const __m256 big = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
-                                       _mm256_set1_ps(12582912.0f));
+    const __m256 big =
+        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(12582912.0f));
     const __m256 n = _mm256_sub_ps(big, _mm256_set1_ps(12582912.0f));
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
@@ -77,8 +78,7 @@ WB_TARGET_AVX2 void gelu_row_avx2(float* y, float* grad, const float* b, std::si
         _mm256_storeu_ps(y + j, _mm256_mul_ps(u, cdf));
         if (grad != nullptr) {
             const __m256 z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), u), u);
-            const __m256 pdf =
-                _mm256_mul_ps(fast_exp_nonpositive8(z), _mm256_set1_ps(kInvSqrt2Pi));
+            const __m256 pdf = _mm256_mul_ps(fast_exp_nonpositive8(z), _mm256_set1_ps(kInvSqrt2Pi));
             _mm256_storeu_ps(grad + j, _mm256_fmadd_ps(u, pdf, cdf));
         }
     }

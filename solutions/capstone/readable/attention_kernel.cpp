@@ -16,8 +16,9 @@
 //  - four rows per pass in both products (add_rows), so the running sums are not one long
 //    chain of dependent updates through memory.
 // And the task functions are compiled for AVX-512, AVX2 + FMA and the default target, the
-// widest chosen when the program loads (WB_CLONES below).
+// widest the processor has running (WB_SIMD_DISPATCH below).
 #include "capstone/attention_kernel.hpp"
+#include "workbook/simd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -34,14 +35,10 @@
 #endif
 
 // The two task functions are compiled three times, for AVX-512, for AVX2 + FMA and for the
-// build's default target, and the program loader picks the widest the processor has (GCC's
-// function multi-versioning; section 7 of the guide does the same by hand). To time one
-// instruction set alone, build with -DWB_CLONES= (and -march=x86-64-v3 for AVX2 + FMA).
-#if !defined(WB_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WB_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#elif !defined(WB_CLONES)
-#define WB_CLONES
-#endif
+// build's default target, and each call runs the widest the processor has
+// (WB_SIMD_DISPATCH from workbook/simd.hpp, the fast paths' one dispatch; section 7 of the
+// guide does the same by hand). To time one instruction set alone, cap it: WB_SIMD=1 (AVX2 +
+// FMA) or WB_SIMD=0 (the default target) in the environment.
 // The small helpers are inlined into the task functions, so each copy uses its own vectors.
 #define WB_INLINE inline __attribute__((always_inline))
 
@@ -101,9 +98,9 @@ WB_INLINE void row_times_block(const float* a, const float* kt, std::size_t d, f
 
 // One forward task: query rows i0 .. i0+rows−1 of one head against every key block up to
 // the diagonal, with the online softmax per block. Scratch: kt [d, BC], sc [BC], m and l [BR].
-WB_CLONES void forward_task(const float* qh, const float* kh, const float* vh, float* oh, float* lh,
-                            std::size_t T, std::size_t d, std::size_t i0, float* kt, float* sc,
-                            float* m, float* l) {
+WB_SIMD_BODY void forward_task_body(const float* qh, const float* kh, const float* vh, float* oh,
+                                    float* lh, std::size_t T, std::size_t d, std::size_t i0,
+                                    float* kt, float* sc, float* m, float* l) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const std::size_t rows = std::min(BR, T - i0);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -150,13 +147,18 @@ WB_CLONES void forward_task(const float* qh, const float* kh, const float* vh, f
         lh[i0 + r] = m[r] + std::log(l[r]);
     }
 }
+WB_SIMD_DISPATCH(void, forward_task,
+                 (const float* qh, const float* kh, const float* vh, float* oh, float* lh,
+                  std::size_t T, std::size_t d, std::size_t i0, float* kt, float* sc, float* m,
+                  float* l),
+                 (qh, kh, vh, oh, lh, T, d, i0, kt, sc, m, l))
 
 // The backward of one whole head (dk_j and dv_j sum over the rows i ≥ j, so a head is not
 // split). Scratch: kt and vt [d, BC], p and ds [BC].
-WB_CLONES void backward_head(const float* qh, const float* kh, const float* vh, const float* oh,
-                             const float* lh, const float* gh, float* dqh, float* dkh, float* dvh,
-                             std::size_t T, std::size_t d, float* kt, float* vt, float* p,
-                             float* ds) {
+WB_SIMD_BODY void backward_head_body(const float* qh, const float* kh, const float* vh,
+                                     const float* oh, const float* lh, const float* gh, float* dqh,
+                                     float* dkh, float* dvh, std::size_t T, std::size_t d,
+                                     float* kt, float* vt, float* p, float* ds) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (std::size_t e = 0; e < T * d; ++e) dqh[e] = dkh[e] = dvh[e] = 0.0f;  // assigned
 
@@ -193,6 +195,11 @@ WB_CLONES void backward_head(const float* qh, const float* kh, const float* vh, 
         }
     }
 }
+WB_SIMD_DISPATCH(void, backward_head,
+                 (const float* qh, const float* kh, const float* vh, const float* oh,
+                  const float* lh, const float* gh, float* dqh, float* dkh, float* dvh,
+                  std::size_t T, std::size_t d, float* kt, float* vt, float* p, float* ds),
+                 (qh, kh, vh, oh, lh, gh, dqh, dkh, dvh, T, d, kt, vt, p, ds))
 
 }  // namespace
 

@@ -10,7 +10,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from wb.bench import (bench_table, chart_description, parse_bench_json,  # noqa: E402
-                      scaling_charts, student_errors, write_line_chart)
+                      parse_peaks, peak_share, scaling_charts, student_errors,
+                      write_line_chart)
 from wb.common import WorkbookError  # noqa: E402
 
 
@@ -42,6 +43,33 @@ class Bench(unittest.TestCase):
                 "forward is not implemented yet") for t in (64, 128)]}))
         self.assertEqual(student_errors(rows),
                          {"wb::attention_forward is not implemented yet": 2})
+
+    def test_the_peak_and_each_rows_share_of_it_the_reference_while_yours_is_a_stub(self):
+        bench = []
+        for t in (256, 1024):
+            bench.append(run(f"capstone/attention_forward/student/B1_H8_T{t}_d64/threads:2", 0,
+                             error="not implemented: wb::attention_forward is not implemented "
+                             "yet"))
+            bench.append(run(f"capstone/attention_forward/reference/B1_H8_T{t}_d64/threads:2",
+                             t, 38.0))
+            bench.append(run(f"capstone/attention_forward/reference/B1_H8_T{t}_d64/threads:1",
+                             t, 20.0))
+        text = json.dumps({"context": {"peak_isa": "avx2", "peak_gflops_threads:1": "50.0",
+                                       "peak_gflops_threads:2": "95.0"}, "benchmarks": bench})
+        isa, peaks = parse_peaks(text)
+        self.assertEqual((isa, peaks), ("avx2", {1: 50.0, 2: 95.0}))
+        rows, _ = parse_bench_json(text)
+        self.assertAlmostEqual(peak_share(rows[1], peaks), 0.4)   # 38 of 95 on 2 threads
+        self.assertAlmostEqual(peak_share(rows[2], peaks), 0.4)   # 20 of 50 on 1 thread
+        table = "\n".join(bench_table(rows, isa, peaks))
+        self.assertIn("this CPU's float32 multiply-add peak (avx2)", table)
+        self.assertIn("50.0 GFLOP/s on 1 thread, 95.0 GFLOP/s on 2 threads", table)
+        line = next(l for l in table.splitlines() if l.startswith(
+            "capstone/attention_forward/B1_H8_T1024_d64/threads:2"))
+        self.assertIn("not written", line)
+        self.assertTrue(line.rstrip().endswith("- / 40%"), line)
+        self.assertNotIn("of peak", "\n".join(bench_table(rows)))   # no peak in the file
+        self.assertEqual(parse_peaks(json.dumps({"benchmarks": []})), ("", {}))
 
     def test_chart_yours_beside_the_reference_per_family(self):
         bench = []

@@ -27,6 +27,15 @@ class CheckNameTests(unittest.TestCase):
                     bad.append(f"{path.relative_to(ROOT)}: {name}")
         self.assertEqual(bad, [], "write a range as 0..V-1 or below V, not [0, V)")
 
+    def test_no_check_name_has_a_semicolon(self):
+        # A ";" in a name splits it in two in CMake's list of the discovered checks: ctest then
+        # runs two tests that match nothing.
+        bad = [f"{path.relative_to(ROOT)}: {name}"
+               for path in sorted((ROOT / "tests").rglob("*.cpp"))
+               for name in re.findall(r'TEST_CASE\(\s*"((?:[^"\\\n]|\\.)*)"', path.read_text("utf-8"))
+               if ";" in name]
+        self.assertEqual(bad, [], "write ', and' or ': ' instead of ';' in a check's name")
+
 
 if __name__ == "__main__":
     unittest.main()

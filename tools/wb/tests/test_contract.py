@@ -44,6 +44,14 @@ void weighted_sum(int x);
 /// Bad marker. <!-- clause: weighted_sum.Bad_Id -->
 /// Unfinished marker <!-- clause weighted_sum.x
 void other();
+
+/// An error promised with no clause id.
+/// @throws ValueError if x < 0
+void unmarked(int x);
+
+/// An error said not to be a promise.
+/// @throws std::bad_alloc when memory runs out (not a promise: the allocator decides)
+void allowed(int x);
 }  // namespace wb
 """
 
@@ -180,6 +188,8 @@ class Contract(unittest.TestCase):
         self.assertIn("'no_such_function' is declared nowhere", problems)
         self.assertNotIn("Options.finite-scale' is declared", problems)   # a type's member
         self.assertNotIn("proven", problems)
+        self.assertIn("sdpa.hpp:31: an @throws without a clause id", problems)
+        self.assertNotIn("sdpa.hpp:35: an @throws", problems)
 
     def test_extra_checks_count(self):
         plain = self.clauses(read_contract(self.root, ["capstone"]), "capstone")

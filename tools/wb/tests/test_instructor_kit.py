@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from wb.classreport import (class_csv, class_markdown, class_trees, fill_unbuilt,  # noqa: E402
                             summarise)
-from wb.common import WorkbookError  # noqa: E402
+from wb.common import ROOT, WorkbookError  # noqa: E402
 from wb.course import Chapter, Course  # noqa: E402
 from wb.handout import (filter_presets, find_leaks, function_bodies, left_out,  # noqa: E402
                         strip_comments)
@@ -128,6 +128,29 @@ class Handout(unittest.TestCase):
             leaks, _ = find_leaks(handout, tmp / "solutions", [tmp / "stub.cpp"])
             self.assertEqual([(f, name) for f, name, _, _ in leaks], [("9-x/x.cpp", "scaled_rows")])
             self.assertIn("docs.md", leaks[0][3])
+
+    def test_a_handouts_ladders_keep_no_key_line(self):
+        import json
+        from wb.handout import key_line_report, withhold_key_lines
+        from wb.ladders import key_lines
+        keys = key_lines(ROOT)
+        self.assertGreater(len(keys), 20)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            (tmp / "hints").mkdir()
+            for path in sorted((ROOT / "hints").glob("*.json")):
+                (tmp / "hints" / path.name).write_text(path.read_text(encoding="utf-8"),
+                                                        encoding="utf-8")
+            self.assertTrue(key_line_report(tmp))  # the full ladders give them
+            for path in sorted((tmp / "hints").glob("*.json")):
+                withhold_key_lines(path)
+            self.assertEqual(key_line_report(tmp), [])
+            data = json.loads((tmp / "hints" / "4-sdpa.en.json").read_text())
+            self.assertEqual(list(data["functions"]["sdpa"]), ["idea", "approach"])
+            # A key line pasted anywhere else in the handout is found.
+            folder, function, code = keys[0]
+            (tmp / "notes.md").write_text(f"the answer: `{code}`\n")
+            self.assertEqual(key_line_report(tmp), [("notes.md", 1, code)])
 
 
 XML = """<?xml version="1.0" encoding="UTF-8"?>

@@ -13,6 +13,9 @@ from wb.hints import hints_for, markdown_to_text  # noqa: E402
 from wb.results import (Outcome, first_error, own_warnings, parse_catch_xml,  # noqa: E402
                         signal_name)
 from wb.screen import check_screen, compile_error_screen  # noqa: E402
+from wb.i18n import use_language  # noqa: E402
+
+use_language("en")  # these screens are the English ones
 
 TEST = f"{ROOT}/tests/1-tensors/test_tensors.cpp"
 
@@ -81,6 +84,107 @@ V3 = f"""<?xml version="1.0" encoding="UTF-8"?>
 </Catch2TestRun>
 """
 
+
+# Catch2 2.13's XML reporter as it writes INFO, CAPTURE, UNSCOPED_INFO and WARN: each failed
+# assertion's <Info> elements just before it (text only), a WARN as a <Warning> where it ran.
+# Written by a real 2.13 run (Debian 12); only the path is replaced.
+V2_NOTES = f"""<?xml version="1.0" encoding="UTF-8"?>
+<Catch name="test_chapter8">
+  <Group name="test_chapter8">
+    <TestCase name="an answer with its explanation" tags="[adamw_step][c:adamw_step.checked-first]" filename="{TEST}" line="3">
+      <Info>
+        the step is counted once: state.step goes from 0 to 1
+      </Info>
+      <Info>
+        got := 2
+      </Info>
+      <Expression success="false" type="CHECK" filename="{TEST}" line="7">
+        <Original>
+          got == expected
+        </Original>
+        <Expanded>
+          2 == 3
+        </Expanded>
+      </Expression>
+      <Warning>
+        a warning before the next failure
+      </Warning>
+      <Info>
+        the step is counted once: state.step goes from 0 to 1
+      </Info>
+      <Info>
+        got := 2
+      </Info>
+      <Info>
+        an unscoped note
+      </Info>
+      <Expression success="false" type="REQUIRE" filename="{TEST}" line="11">
+        <Original>
+          got + 1 == expected + 1
+        </Original>
+        <Expanded>
+          3 == 4
+        </Expanded>
+      </Expression>
+      <OverallResult success="false"/>
+    </TestCase>
+    <TestCase name="a section" tags="[sdpa]" filename="{TEST}" line="14">
+      <Section name="inner" filename="{TEST}" line="15">
+        <Info>
+          inside the section
+        </Info>
+        <Exception filename="{TEST}" line="15">
+          wb::sdpa: boom
+        </Exception>
+        <OverallResults successes="0" failures="1" expectedFailures="0"/>
+      </Section>
+      <OverallResult success="false"/>
+    </TestCase>
+    <OverallResults successes="1" failures="3" expectedFailures="0"/>
+    <OverallResultsCases successes="0" failures="2" expectedFailures="0"/>
+  </Group>
+  <OverallResults successes="1" failures="3" expectedFailures="0"/>
+  <OverallResultsCases successes="0" failures="2" expectedFailures="0"/>
+</Catch>
+"""
+
+# Catch2 3.x writes the same elements (tolerated: the source attributes later releases add).
+V3_NOTES = f"""<?xml version="1.0" encoding="UTF-8"?>
+<Catch2TestRun name="test_chapter4" rng-seed="7" xml-format-version="2" catch2-version="3.7.1">
+  <TestCase name="the mask is applied before the softmax" tags="[masked_softmax][mask][c:masked_softmax.mask-before-softmax]" filename="{TEST}" line="198">
+    <Info filename="{TEST}" line="211">
+      with a random mask [B, N, M]
+    </Info>
+    <Info>
+      weights:
+  [0, 0, 0]: 0.25 0 0.25 0
+  [0, 0, 1]: 0 0.5 0.1 0
+    </Info>
+    <Failure filename="{TEST}" line="217">
+      values differ in 2 of 2 elements
+hint: set hidden keys to -inf BEFORE the softmax
+    </Failure>
+    <OverallResult success="false" skips="0" durationInSeconds="0.001"/>
+  </TestCase>
+  <TestCase name="sdpa keeps its mask" tags="[sdpa]" filename="{TEST}" line="300">
+    <Warning filename="{TEST}" line="302">
+      the mask was dropped
+    </Warning>
+    <Expression success="false" type="CHECK" filename="{TEST}" line="305">
+      <Original>
+        got == c.expected
+      </Original>
+      <Expanded>
+        true == false
+      </Expanded>
+    </Expression>
+    <OverallResult success="false" skips="0" durationInSeconds="0.001"/>
+  </TestCase>
+  <OverallResults successes="0" failures="2" expectedFailures="0" skips="0"/>
+  <OverallResultsCases successes="0" failures="2" expectedFailures="0" skips="0"/>
+</Catch2TestRun>
+"""
+
 COURSE = parse_course(json.dumps({"reference": "none", "chapters": [
     {"label": "chapter1", "folder": "1-tensors", "title": "Chapter 1 — Tensors",
      "kind": "stub", "source": "chapters/1-tensors",
@@ -115,6 +219,27 @@ class CatchXml(unittest.TestCase):
         self.assertEqual(checks[1].failures[0].text, "CHECK( y.shape(1) == 4 )\n"
                                                      "with expansion: 3 == 4")
         self.assertAlmostEqual(checks[0].seconds, 0.0012)
+
+    def test_v2_notes_go_with_the_failure_after_them(self):
+        answer, section = parse_catch_xml(V2_NOTES, "chapter8: ")
+        self.assertEqual(answer.tags, ["adamw_step", "c:adamw_step.checked-first"])
+        first, second = answer.failures
+        self.assertEqual(first.text, "CHECK( got == expected )\nwith expansion: 2 == 3")
+        self.assertEqual(first.explanation, ["the step is counted once: state.step goes from 0 "
+                                             "to 1", "got := 2"])
+        self.assertEqual(second.notes[0], ["warning", "a warning before the next failure"])
+        self.assertEqual(second.explanation[-1], "an unscoped note")
+        self.assertEqual(section.failures[0].text, "wb::sdpa: boom")
+        self.assertEqual(section.failures[0].explanation, ["inside the section"])
+
+    def test_v3_notes_go_with_the_failure_after_them(self):
+        masked, warned = parse_catch_xml(V3_NOTES, "chapter4: ")
+        self.assertEqual(masked.failures[0].explanation[0], "with a random mask [B, N, M]")
+        self.assertEqual(masked.failures[0].explanation[1].splitlines()[1],
+                         "  [0, 0, 0]: 0.25 0 0.25 0")
+        self.assertEqual(masked.failures[0].hint, "set hidden keys to -inf BEFORE the softmax")
+        self.assertEqual(warned.failures[0].notes, [["warning", "the mask was dropped"]])
+        self.assertEqual(warned.tags, ["sdpa"])
 
     def test_a_crash_cuts_the_document(self):
         cut = V2[:V2.index('<TestCase name="dot')] + \
@@ -206,12 +331,37 @@ class Screen(unittest.TestCase):
         verbose = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(V2), verbose=True))
         self.assertIn("values differ in 1 of 6 elements", verbose)
 
+    def test_the_checks_explanation_comes_before_the_raw_values(self):
+        for doc in (V2_NOTES, V3_NOTES):
+            screen = check_screen(CHAPTER, COURSE, self.outcome(doc))
+            text = "\n".join(screen[:25])
+            said = text.index("the check says:")
+            self.assertLess(said, text.index("with expansion: " if doc is V2_NOTES
+                                             else "values differ"), text)
+        text = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(V2_NOTES))[:25])
+        self.assertIn("    the step is counted once: state.step goes from 0 to 1", text)
+        self.assertIn("    got := 2", text)
+
     def test_a_pass_names_the_next_chapter(self):
         passing = (f'<Catch><TestCase name="dot" filename="{TEST}" line="1"><OverallResult '
                    'success="true"/></TestCase></Catch>')
         text = "\n".join(check_screen(CHAPTER, COURSE, self.outcome(passing)))
-        self.assertIn("chapter1 passes. Next: chapter2 · Chapter 2 — Embedding", text)
+        self.assertIn("chapter1 is complete. Next: chapter2 · Chapter 2 — Embedding", text)
         self.assertIn("chapters/2-embedding/README.md", text)
+        self.assertIn("score: 1/1 checks pass", text)
+        self.assertIn("complete", text.splitlines()[1])
+
+    def test_a_pass_skips_chapters_on_the_reference_and_says_so(self):
+        passing = (f'<Catch><TestCase name="dot" filename="{TEST}" line="1"><OverallResult '
+                   'success="true"/></TestCase></Catch>')
+        course = parse_course(json.dumps({"reference": "chapter2", "chapters": [
+            {"label": f"chapter{i}", "folder": f"{i}-x", "title": f"Chapter {i}",
+             "kind": "reference" if i == 2 else "stub", "guide": f"chapters/{i}-x/README.md"}
+            for i in (1, 2, 3)]}))
+        text = "\n".join(check_screen(course.chapters[0], course, self.outcome(passing)))
+        self.assertIn("chapter1 is complete. Next: chapter3 · Chapter 3", text)
+        self.assertIn("chapter2 is compiled from the reference (`tools/workbook use 2 student`",
+                      text)
 
     def test_a_crash_is_named(self):
         cut = V2[:V2.index('<TestCase name="dot')] + \
