@@ -27,7 +27,7 @@
 #include "8-training/optim.hpp"
 #include "workbook/core.hpp"
 
-/// @defgroup dataparallel Data parallelism: training on several processes with MPI
+/// @defgroup dataparallel Chapter 10: data parallelism (label dataparallel)
 /// Broadcast, sharding, all-reduce and a reduction order independent of the number of ranks.
 
 namespace wb {

@@ -107,8 +107,8 @@ def api_groups():
                 files.append(header)
             groups[m.group(1)] = (title, files)
 
-    def order(name):
-        m = re.fullmatch(r"chapter(\d+)", name)
+    def order(name):  # a chapter whose label is not chapterN (dataparallel) by its title
+        m = re.fullmatch(r"chapter(\d+)", name) or re.match(r"Chapter (\d+):", groups[name][0])
         return (0, int(m.group(1))) if m else (1, name != "capstone", name)
     return {name: groups[name] for name in sorted(groups, key=order)}
 
