@@ -49,6 +49,14 @@ struct TreeStep {
     std::size_t src;  ///< the micro-batch whose partial sum is added
 };
 
+/// Gradient reductions in flight: what start_allreduce_mean() started and
+/// finish_allreduce_mean() completes.
+struct PendingMean {
+    std::vector<MPI_Request> requests;  ///< one per tensor, in the order they were started
+    GptParams<float>* grads = nullptr;  ///< the gradients being reduced (null once finished)
+    int world_size = 1;                 ///< W, the divisor of the mean
+};
+
 /// @}
 
 inline namespace WB_IMPL {
@@ -121,6 +129,26 @@ void allreduce_mean_per_tensor(GptParams<float>& grads, MPI_Comm comm);
 /// @throws ValueError naming wb::allreduce_mean_flat if comm is MPI_COMM_NULL
 ///         <!-- clause: allreduce_mean_flat.null-comm -->
 void allreduce_mean_flat(GptParams<float>& grads, MPI_Comm comm);
+
+/// Starts the mean of every rank's gradients without waiting for it: one non-blocking
+/// `MPI_Iallreduce` (sum, in place) per tensor, in the **reverse** order of parameters()
+/// (lm_head first: the order in which a backward finishes them), and returns at once, so that
+/// the rank can compute while the sums travel. `grads` must not be read or written until
+/// finish_allreduce_mean(). <!-- clause: start_allreduce_mean.nonblocking -->
+/// @param grads this rank's gradients; they become the mean once finished
+/// @param comm the communicator
+/// @return the requests, the gradients and W
+/// @throws ValueError naming wb::start_allreduce_mean if comm is MPI_COMM_NULL
+///         <!-- clause: start_allreduce_mean.null-comm -->
+PendingMean start_allreduce_mean(GptParams<float>& grads, MPI_Comm comm);
+
+/// Completes start_allreduce_mean(): waits for every request (`MPI_Waitall`), then divides
+/// by W. Afterwards the gradients are the mean, as allreduce_mean_per_tensor() leaves them,
+/// and `pending` is emptied (no requests, grads null). <!-- clause: finish_allreduce_mean.mean -->
+/// @param pending what start_allreduce_mean() returned
+/// @throws ValueError naming wb::finish_allreduce_mean if pending holds no gradients (never
+///         started, or already finished) <!-- clause: finish_allreduce_mean.empty -->
+void finish_allreduce_mean(PendingMean& pending);
 
 /// The sum of M partial sums spread over the ranks, in the order of tree_schedule(M), whatever
 /// the number of ranks. Rank r holds the partial sums of the indices shard_range(M, r, W), in

@@ -133,6 +133,38 @@ void allreduce_mean_flat(GptParams<float>& grads, MPI_Comm comm) {
     unflatten_params(flat, grads);
 }
 
+PendingMean start_allreduce_mean(GptParams<float>& grads, MPI_Comm comm) {
+    require_comm("wb::start_allreduce_mean", comm);
+    PendingMean pending;
+    pending.grads = &grads;
+    pending.world_size = comm_size(comm);
+    auto refs = parameters(grads);
+    for (auto p = refs.rbegin(); p != refs.rend(); ++p) {  // lm_head first, as a backward ends
+        for (std::size_t at = 0; at < p->size; at += kChunk) {
+            MPI_Request request;
+            MPI_Iallreduce(MPI_IN_PLACE, p->data + at, static_cast<int>(std::min(kChunk, p->size - at)),
+                           MPI_FLOAT, MPI_SUM, comm, &request);
+            pending.requests.push_back(request);
+        }
+    }
+    return pending;
+}
+
+void finish_allreduce_mean(PendingMean& pending) {
+    if (pending.grads == nullptr) {
+        throw ValueError("wb::finish_allreduce_mean: pending holds no gradients (never started, "
+                         "or already finished), expected what start_allreduce_mean returned");
+    }
+    MPI_Waitall(static_cast<int>(pending.requests.size()), pending.requests.data(),
+                MPI_STATUSES_IGNORE);  // the sums are complete only now
+    const float W = static_cast<float>(pending.world_size);
+    for (auto& p : parameters(*pending.grads)) {
+        for (std::size_t i = 0; i < p.size; ++i) p.data[i] /= W;  // after the wait: the mean
+    }
+    pending.requests.clear();
+    pending.grads = nullptr;
+}
+
 Vec<float> tree_sum(std::vector<Vec<float>> mine, std::size_t M, MPI_Comm comm) {
     require_comm("wb::tree_sum", comm);
     const int rank = comm_rank(comm), W = comm_size(comm);

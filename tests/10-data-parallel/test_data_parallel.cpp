@@ -129,7 +129,7 @@ TEST_CASE("unflatten_params refuses a buffer of the wrong size and writes nothin
 
 TEST_CASE("the functions that talk to other ranks refuse MPI_COMM_NULL before any MPI call",
           "[c:broadcast_parameters.null-comm][c:allreduce_mean_per_tensor.null-comm]"
-          "[c:allreduce_mean_flat.null-comm][c:tree_sum.bad-args]"
+          "[c:allreduce_mean_flat.null-comm][c:tree_sum.bad-args][c:start_allreduce_mean.null-comm]"
           "[c:data_parallel_gradients.bad-args]") {
     const wb::GptConfig c = dp_config();
     wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
@@ -139,10 +139,19 @@ TEST_CASE("the functions that talk to other ranks refuse MPI_COMM_NULL before an
                     "no communicator", "wb::allreduce_mean_per_tensor", "MPI_COMM_NULL");
     WB_CHECK_THROWS(wb::ValueError, wb::allreduce_mean_flat(p, MPI_COMM_NULL), "no communicator",
                     "wb::allreduce_mean_flat", "MPI_COMM_NULL");
+    WB_CHECK_THROWS(wb::ValueError, wb::start_allreduce_mean(p, MPI_COMM_NULL),
+                    "no communicator", "wb::start_allreduce_mean", "MPI_COMM_NULL");
     WB_CHECK_THROWS(wb::ValueError, wb::tree_sum({wb::Vec<float>::from_shape({2})}, 1, MPI_COMM_NULL),
                     "no communicator", "wb::tree_sum", "MPI_COMM_NULL");
     wb::GptParams<float> g;
     WB_CHECK_THROWS(wb::ValueError,
                     wb::data_parallel_gradients(p, c, wbtest::dp_batch(2, 0), g, MPI_COMM_NULL),
                     "no communicator", "wb::data_parallel_gradients", "MPI_COMM_NULL");
+}
+
+TEST_CASE("finish_allreduce_mean refuses a PendingMean that holds no gradients",
+          "[c:finish_allreduce_mean.empty]") {
+    wb::PendingMean never_started;
+    WB_CHECK_THROWS(wb::ValueError, wb::finish_allreduce_mean(never_started),
+                    "finish what start_allreduce_mean returned, once", "wb::finish_allreduce_mean");
 }

@@ -126,6 +126,22 @@ TEST_CASE("allreduce_mean_flat on 4 ranks leaves the mean, not the sum, on every
     }
 }
 
+TEST_CASE("start_allreduce_mean and finish_allreduce_mean on 4 ranks, with a forward between: "
+          "the mean on every rank",
+          "[c:start_allreduce_mean.nonblocking][c:finish_allreduce_mean.mean]") {
+    const auto ranks = ranks_of("mean-nonblocking", 4);
+    for (int r = 0; r < 4; ++r) {
+        std::vector<float> expected(ranks[0].size());
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            expected[i] = (dp_grad_value(i, 0) + dp_grad_value(i, 1) + dp_grad_value(i, 2) +
+                           dp_grad_value(i, 3)) / 4.0f;
+        }
+        require_same_bits(ranks[r], expected,
+                          "rank " + std::to_string(r) + ": the sums are complete only after "
+                          "the wait, and then divided by 4");
+    }
+}
+
 TEST_CASE("allreduce_mean_flat of 2 and 4 ranks' shard gradients is chapter 8's gradient "
           "within 1e-5",
           "[c:allreduce_mean_flat.mean]") {

@@ -51,7 +51,7 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         wb::broadcast_parameters(p, comm);
         return flat_of(p);
     }
-    if (scenario == "mean-tensor" || scenario == "mean-flat") {
+    if (scenario == "mean-tensor" || scenario == "mean-flat" || scenario == "mean-nonblocking") {
         wb::GptParams<float> g = wb::zeros_like(wb::init_gpt<float>(c, kDpSeed));
         std::size_t i = 0;
         for (auto& t : wb::parameters(g)) {
@@ -59,6 +59,17 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         }
         if (scenario == "mean-tensor") {
             wb::allreduce_mean_per_tensor(g, comm);
+        } else if (scenario == "mean-nonblocking") {
+            wb::PendingMean pending = wb::start_allreduce_mean(g, comm);
+            // Work while the sums travel: a forward of the model on this rank's rows.
+            const wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
+            const wb::NextToken nt = wb::shift_for_next_token(dp_batch(2, rank));
+            wb::GptCache<float> cache;
+            wb::gpt_forward(p, c, nt.inputs, nt.targets, -1, cache);
+            wb::finish_allreduce_mean(pending);
+            if (pending.grads != nullptr || !pending.requests.empty()) {
+                throw std::runtime_error("finish_allreduce_mean left pending not emptied");
+            }
         } else {
             wb::allreduce_mean_flat(g, comm);
         }
