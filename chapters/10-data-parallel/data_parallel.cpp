@@ -76,8 +76,8 @@ float data_parallel_gradients(const GptParams<float>& params, const GptConfig& c
 }
 
 float data_parallel_step(GptParams<float>& params, const GptConfig& config,
-                         AdamWState<float>& state, const AdamWConfig& adamw,
-                         const TokenIds& tokens, MPI_Comm comm) {
+                         AdamWState<float>& state, const AdamWConfig& adamw, const TokenIds& tokens,
+                         MPI_Comm comm) {
     // Spec: data_parallel.hpp. Guide: the step, bit for bit.
     (void)params, (void)config, (void)state, (void)adamw, (void)tokens, (void)comm;
     WB_STUB();

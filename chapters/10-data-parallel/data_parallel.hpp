@@ -202,8 +202,8 @@ float data_parallel_gradients(const GptParams<float>& params, const GptConfig& c
 /// @throws ValueError, ShapeError as data_parallel_gradients and adamw_step, before the
 ///         parameters change <!-- clause: data_parallel_step.errors -->
 float data_parallel_step(GptParams<float>& params, const GptConfig& config,
-                         AdamWState<float>& state, const AdamWConfig& adamw,
-                         const TokenIds& tokens, MPI_Comm comm);
+                         AdamWState<float>& state, const AdamWConfig& adamw, const TokenIds& tokens,
+                         MPI_Comm comm);
 
 /// @}
 

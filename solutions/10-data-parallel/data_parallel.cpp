@@ -59,9 +59,8 @@ int owner(std::size_t i, std::size_t M, int W) {
 Shard shard_range(std::size_t global_batch, int rank, int world_size) {
     if (world_size < 1 || rank < 0 || rank >= world_size ||
         global_batch < static_cast<std::size_t>(world_size)) {
-        throw ValueError("wb::shard_range: global_batch = " + num(global_batch) +
-                         ", rank = " + std::to_string(rank) + ", world_size = " +
-                         std::to_string(world_size) +
+        throw ValueError("wb::shard_range: global_batch = " + num(global_batch) + ", rank = " +
+                         std::to_string(rank) + ", world_size = " + std::to_string(world_size) +
                          ": expected world_size >= 1, 0 <= rank < world_size and "
                          "global_batch >= world_size");
     }
@@ -142,8 +141,9 @@ PendingMean start_allreduce_mean(GptParams<float>& grads, MPI_Comm comm) {
     for (auto p = refs.rbegin(); p != refs.rend(); ++p) {  // lm_head first, as a backward ends
         for (std::size_t at = 0; at < p->size; at += kChunk) {
             MPI_Request request;
-            MPI_Iallreduce(MPI_IN_PLACE, p->data + at, static_cast<int>(std::min(kChunk, p->size - at)),
-                           MPI_FLOAT, MPI_SUM, comm, &request);
+            MPI_Iallreduce(MPI_IN_PLACE, p->data + at,
+                           static_cast<int>(std::min(kChunk, p->size - at)), MPI_FLOAT, MPI_SUM,
+                           comm, &request);
             pending.requests.push_back(request);
         }
     }
@@ -152,8 +152,9 @@ PendingMean start_allreduce_mean(GptParams<float>& grads, MPI_Comm comm) {
 
 void finish_allreduce_mean(PendingMean& pending) {
     if (pending.grads == nullptr) {
-        throw ValueError("wb::finish_allreduce_mean: pending holds no gradients (never started, "
-                         "or already finished), expected what start_allreduce_mean returned");
+        throw ValueError(
+            "wb::finish_allreduce_mean: pending holds no gradients (never started, "
+            "or already finished), expected what start_allreduce_mean returned");
     }
     MPI_Waitall(static_cast<int>(pending.requests.size()), pending.requests.data(),
                 MPI_STATUSES_IGNORE);  // the sums are complete only now
@@ -169,8 +170,8 @@ Vec<float> tree_sum(std::vector<Vec<float>> mine, std::size_t M, MPI_Comm comm) 
     require_comm("wb::tree_sum", comm);
     const int rank = comm_rank(comm), W = comm_size(comm);
     if (M < static_cast<std::size_t>(W)) {
-        throw ValueError("wb::tree_sum: M = " + num(M) + " partial sums for " +
-                         std::to_string(W) + " ranks, expected M >= the number of ranks");
+        throw ValueError("wb::tree_sum: M = " + num(M) + " partial sums for " + std::to_string(W) +
+                         " ranks, expected M >= the number of ranks");
     }
     const Shard shard = shard_range(M, rank, W);
     if (mine.size() != shard.size()) {
@@ -242,8 +243,8 @@ float data_parallel_gradients(const GptParams<float>& params, const GptConfig& c
 }
 
 float data_parallel_step(GptParams<float>& params, const GptConfig& config,
-                         AdamWState<float>& state, const AdamWConfig& adamw,
-                         const TokenIds& tokens, MPI_Comm comm) {
+                         AdamWState<float>& state, const AdamWConfig& adamw, const TokenIds& tokens,
+                         MPI_Comm comm) {
     GptParams<float> grads;
     const float loss = data_parallel_gradients(params, config, tokens, grads, comm);
     adamw_step(params, grads, state, adamw);

@@ -17,9 +17,9 @@ namespace fs = std::filesystem;
 MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
     MpiRun run;
     static int counter = 0;
-    const fs::path dir = fs::temp_directory_path() /
-                         ("wb-dataparallel-" + std::to_string(getpid()) + "-" +
-                          std::to_string(counter++));
+    const fs::path dir =
+        fs::temp_directory_path() /
+        ("wb-dataparallel-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string out = (dir / "out").string(), log = (dir / "log").string();
@@ -28,8 +28,8 @@ MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
     // collective); the check then fails and says so.
     cmd << "OMP_NUM_THREADS=1 timeout -k 5 " << seconds << " '" << WB_MPIEXEC << "' -np " << W
         << " --oversubscribe" << (geteuid() == 0 ? " --allow-run-as-root" : "")
-        << " -x OMP_NUM_THREADS '" << WB_MPI_WORKER << "' " << scenario << " '" << out
-        << "' > '" << log << "' 2>&1";
+        << " -x OMP_NUM_THREADS '" << WB_MPI_WORKER << "' " << scenario << " '" << out << "' > '"
+        << log << "' 2>&1";
     const int status = std::system(cmd.str().c_str());
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::ifstream log_file(log);
@@ -49,10 +49,10 @@ MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
     if (code == 124 || code == 137) {
         run.report = "the MPI job ran past " + std::to_string(seconds) +
                      " s and was stopped: a rank waits for a message no rank sends, or a "
-                     "rank skipped a collective call\n" + run.report;
-    } else if (code != 0) {
-        run.report = "the MPI job failed (exit status " + std::to_string(code) + ")\n" +
+                     "rank skipped a collective call\n" +
                      run.report;
+    } else if (code != 0) {
+        run.report = "the MPI job failed (exit status " + std::to_string(code) + ")\n" + run.report;
     }
     run.ok = code == 0;
     for (int r = 0; run.ok && r < W; ++r) {

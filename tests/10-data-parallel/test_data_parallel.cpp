@@ -58,10 +58,10 @@ TEST_CASE("shard_range refuses a rank outside the world, no ranks, or fewer rows
           "[c:shard_range.bad-args]") {
     WB_CHECK_THROWS(wb::ValueError, wb::shard_range(8, 4, 4), "rank must be below world_size",
                     "wb::shard_range", "rank = 4", "world_size = 4");
-    WB_CHECK_THROWS(wb::ValueError, wb::shard_range(8, -1, 4), "a negative rank",
-                    "wb::shard_range", "rank = -1");
-    WB_CHECK_THROWS(wb::ValueError, wb::shard_range(8, 0, 0), "no ranks at all",
-                    "wb::shard_range", "world_size = 0");
+    WB_CHECK_THROWS(wb::ValueError, wb::shard_range(8, -1, 4), "a negative rank", "wb::shard_range",
+                    "rank = -1");
+    WB_CHECK_THROWS(wb::ValueError, wb::shard_range(8, 0, 0), "no ranks at all", "wb::shard_range",
+                    "world_size = 0");
     WB_CHECK_THROWS(wb::ValueError, wb::shard_range(3, 0, 4), "a rank would get no row",
                     "wb::shard_range", "global_batch = 3", "world_size = 4");
 }
@@ -73,8 +73,7 @@ TEST_CASE("tree_schedule adds neighbours, then pairs of pairs: M = 5 and M = 8 b
     CHECK(pairs(wb::tree_schedule(2)) == P{{0, 1}});
     CHECK(pairs(wb::tree_schedule(5)) == P{{0, 1}, {2, 3}, {0, 2}, {0, 4}});
     CHECK(pairs(wb::tree_schedule(6)) == P{{0, 1}, {2, 3}, {4, 5}, {0, 2}, {0, 4}});
-    CHECK(pairs(wb::tree_schedule(8)) ==
-          P{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {4, 6}, {0, 4}});
+    CHECK(pairs(wb::tree_schedule(8)) == P{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {4, 6}, {0, 4}});
 }
 
 TEST_CASE("tree_schedule refuses M = 0", "[c:tree_schedule.zero]") {
@@ -86,7 +85,8 @@ TEST_CASE("flatten_params lays the tensors end to end in the order of parameters
           "[c:flatten_params.order]") {
     const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
     std::vector<float> expected;
-    for (const auto& t : wb::parameters(p)) expected.insert(expected.end(), t.data, t.data + t.size);
+    for (const auto& t : wb::parameters(p))
+        expected.insert(expected.end(), t.data, t.data + t.size);
     const wb::Vec<float> flat = wb::flatten_params(p);
     REQUIRE(flat.size() == expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -139,9 +139,10 @@ TEST_CASE("the functions that talk to other ranks refuse MPI_COMM_NULL before an
                     "no communicator", "wb::allreduce_mean_per_tensor", "MPI_COMM_NULL");
     WB_CHECK_THROWS(wb::ValueError, wb::allreduce_mean_flat(p, MPI_COMM_NULL), "no communicator",
                     "wb::allreduce_mean_flat", "MPI_COMM_NULL");
-    WB_CHECK_THROWS(wb::ValueError, wb::start_allreduce_mean(p, MPI_COMM_NULL),
-                    "no communicator", "wb::start_allreduce_mean", "MPI_COMM_NULL");
-    WB_CHECK_THROWS(wb::ValueError, wb::tree_sum({wb::Vec<float>::from_shape({2})}, 1, MPI_COMM_NULL),
+    WB_CHECK_THROWS(wb::ValueError, wb::start_allreduce_mean(p, MPI_COMM_NULL), "no communicator",
+                    "wb::start_allreduce_mean", "MPI_COMM_NULL");
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::tree_sum({wb::Vec<float>::from_shape({2})}, 1, MPI_COMM_NULL),
                     "no communicator", "wb::tree_sum", "MPI_COMM_NULL");
     wb::GptParams<float> g;
     WB_CHECK_THROWS(wb::ValueError,

@@ -91,8 +91,9 @@ TEST_CASE("broadcast_parameters on 4 ranks gives every rank rank 0's model",
     const std::vector<float> rank0 = flat_of(wb::init_gpt<float>(dp_config(), kDpSeed));
     for (int r = 0; r < 4; ++r) {
         require_same_bits(ranks[r], rank0,
-                          "rank " + std::to_string(r) + "'s parameters after the broadcast "
-                          "(rank 0 sends every tensor, the others receive)");
+                          "rank " + std::to_string(r) +
+                              "'s parameters after the broadcast "
+                              "(rank 0 sends every tensor, the others receive)");
     }
 }
 
@@ -103,11 +104,13 @@ TEST_CASE("allreduce_mean_per_tensor on 4 ranks leaves the mean, not the sum, on
         std::vector<float> expected(ranks[0].size());
         for (std::size_t i = 0; i < expected.size(); ++i) {
             expected[i] = (dp_grad_value(i, 0) + dp_grad_value(i, 1) + dp_grad_value(i, 2) +
-                           dp_grad_value(i, 3)) / 4.0f;
+                           dp_grad_value(i, 3)) /
+                          4.0f;
         }
         require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) + ": the sum over 4 ranks divided by 4 "
-                          "(exact in float here)");
+                          "rank " + std::to_string(r) +
+                              ": the sum over 4 ranks divided by 4 "
+                              "(exact in float here)");
     }
 }
 
@@ -118,33 +121,39 @@ TEST_CASE("allreduce_mean_flat on 4 ranks leaves the mean, not the sum, on every
         std::vector<float> expected(ranks[0].size());
         for (std::size_t i = 0; i < expected.size(); ++i) {
             expected[i] = (dp_grad_value(i, 0) + dp_grad_value(i, 1) + dp_grad_value(i, 2) +
-                           dp_grad_value(i, 3)) / 4.0f;
+                           dp_grad_value(i, 3)) /
+                          4.0f;
         }
         require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) + ": the sum over 4 ranks divided by 4, "
-                          "in the order of parameters()");
+                          "rank " + std::to_string(r) +
+                              ": the sum over 4 ranks divided by 4, "
+                              "in the order of parameters()");
     }
 }
 
-TEST_CASE("start_allreduce_mean and finish_allreduce_mean on 4 ranks, with a forward between: "
-          "the mean on every rank",
-          "[c:start_allreduce_mean.nonblocking][c:finish_allreduce_mean.mean]") {
+TEST_CASE(
+    "start_allreduce_mean and finish_allreduce_mean on 4 ranks, with a forward between: "
+    "the mean on every rank",
+    "[c:start_allreduce_mean.nonblocking][c:finish_allreduce_mean.mean]") {
     const auto ranks = ranks_of("mean-nonblocking", 4);
     for (int r = 0; r < 4; ++r) {
         std::vector<float> expected(ranks[0].size());
         for (std::size_t i = 0; i < expected.size(); ++i) {
             expected[i] = (dp_grad_value(i, 0) + dp_grad_value(i, 1) + dp_grad_value(i, 2) +
-                           dp_grad_value(i, 3)) / 4.0f;
+                           dp_grad_value(i, 3)) /
+                          4.0f;
         }
         require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) + ": the sums are complete only after "
-                          "the wait, and then divided by 4");
+                          "rank " + std::to_string(r) +
+                              ": the sums are complete only after "
+                              "the wait, and then divided by 4");
     }
 }
 
-TEST_CASE("allreduce_mean_flat of 2 and 4 ranks' shard gradients is chapter 8's gradient "
-          "within 1e-5",
-          "[c:allreduce_mean_flat.mean]") {
+TEST_CASE(
+    "allreduce_mean_flat of 2 and 4 ranks' shard gradients is chapter 8's gradient "
+    "within 1e-5",
+    "[c:allreduce_mean_flat.mean]") {
     const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
     wb::GptParams<float> g;
     full_batch_gradient(p, dp_batch(kDpEvenBatch, 0), g);
@@ -152,8 +161,9 @@ TEST_CASE("allreduce_mean_flat of 2 and 4 ranks' shard gradients is chapter 8's 
     for (int W : {2, 4}) {
         const auto ranks = ranks_of("allreduce-real", W);
         for (int r = 0; r < W; ++r) {
-            INFO(W << " ranks, rank " << r << ": MPI adds in its own order, so the mean is "
-                                             "close to, not equal to, one process's gradient");
+            INFO(W << " ranks, rank " << r
+                   << ": MPI adds in its own order, so the mean is "
+                      "close to, not equal to, one process's gradient");
             WB_CHECK_CLOSE(xt::adapt(ranks[r]), xt::adapt(expected), 1e-5,
                            "each rank's gradient is the mean of its rows: the mean of the "
                            "ranks' gradients is the whole batch's");
@@ -177,9 +187,10 @@ TEST_CASE("data_parallel_gradients on 1, 2 and 4 ranks: the same bits, the fixed
     }
 }
 
-TEST_CASE("data_parallel_gradients on 4 ranks is chapter 8's whole-batch gradient and loss "
-          "within 1e-5",
-          "[c:data_parallel_gradients.mean][c:data_parallel_gradients.loss]") {
+TEST_CASE(
+    "data_parallel_gradients on 4 ranks is chapter 8's whole-batch gradient and loss "
+    "within 1e-5",
+    "[c:data_parallel_gradients.mean][c:data_parallel_gradients.loss]") {
     const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
     wb::GptParams<float> g;
     std::vector<float> expected;
@@ -246,9 +257,10 @@ TEST_CASE("bad calls on 2 ranks throw on every rank before any message is sent",
     }
 }
 
-TEST_CASE("a rank that skips a collective hangs the job, which the time limit stops with a "
-          "message",
-          "[c:tree_sum.everywhere]") {
+TEST_CASE(
+    "a rank that skips a collective hangs the job, which the time limit stops with a "
+    "message",
+    "[c:tree_sum.everywhere]") {
     // Rank 0 does not call tree_sum; rank 1 calls it and waits for rank 0's broadcast.
     const MpiRun run = run_mpi("skipped-collective", 2, 4);
     if (!run.ok && run.report.find("ran past") == std::string::npos) FAIL(run.report);

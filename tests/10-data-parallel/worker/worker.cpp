@@ -128,7 +128,8 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
             return 1.0f;
         };
         std::vector<float> out;
-        const auto expect = [&](auto call, auto type_tag, std::initializer_list<std::string> facts) {
+        const auto expect = [&](auto call, auto type_tag,
+                                std::initializer_list<std::string> facts) {
             using Error = decltype(type_tag);
             try {
                 call();
@@ -147,24 +148,31 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         expect([&] { wb::tree_sum({one}, 1, comm); }, wb::ValueError{""},
                {"wb::tree_sum", "1", ranks});
         // rank r holds none of its 2 partial sums of M = 2·W
-        expect([&] { wb::tree_sum({}, 2 * static_cast<std::size_t>(W), comm); },
-               wb::ValueError{""}, {"wb::tree_sum", "0", "2"});
+        expect([&] { wb::tree_sum({}, 2 * static_cast<std::size_t>(W), comm); }, wb::ValueError{""},
+               {"wb::tree_sum", "0", "2"});
         // two partial sums of different sizes
         const wb::Vec<float> two = wb::Vec<float>::from_shape({4});
-        expect([&] { wb::tree_sum({one, two}, 2 * static_cast<std::size_t>(W), comm); },
-               wb::ShapeError{""}, {"wb::tree_sum", "3", "4"});
+        expect(
+            [&] {
+                wb::tree_sum({one, two}, 2 * static_cast<std::size_t>(W), comm);
+            },
+            wb::ShapeError{""}, {"wb::tree_sum", "3", "4"});
         // B = 1 sequence for W = 2 ranks
         wb::GptParams<float> g;
-        expect([&] {
-            wb::data_parallel_gradients(wb::init_gpt<float>(c, kDpSeed), c, dp_batch(1, 0), g,
-                                        comm);
-        }, wb::ValueError{""}, {"wb::data_parallel_gradients", "1", ranks});
+        expect(
+            [&] {
+                wb::data_parallel_gradients(wb::init_gpt<float>(c, kDpSeed), c, dp_batch(1, 0), g,
+                                            comm);
+            },
+            wb::ValueError{""}, {"wb::data_parallel_gradients", "1", ranks});
         // sequences of 1 token: no target
         const wb::TokenIds short_rows = wb::TokenIds::from_shape({4, 1});
-        expect([&] {
-            wb::data_parallel_gradients(wb::init_gpt<float>(c, kDpSeed), c, short_rows * 0, g,
-                                        comm);
-        }, wb::ShapeError{""}, {"wb::data_parallel_gradients", "[4, 1]"});
+        expect(
+            [&] {
+                wb::data_parallel_gradients(wb::init_gpt<float>(c, kDpSeed), c, short_rows * 0, g,
+                                            comm);
+            },
+            wb::ShapeError{""}, {"wb::data_parallel_gradients", "[4, 1]"});
         // a bad learning rate: refused, the parameters left as they were
         wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
         const std::vector<float> before = flat_of(p);
