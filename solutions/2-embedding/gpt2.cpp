@@ -1,6 +1,7 @@
 // Chapter 2 — reference: GPT-2's byte-level BPE (spec in chapters/2-embedding/gpt2.hpp).
 #include "2-embedding/gpt2.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -21,10 +22,10 @@ void append_utf8(std::string& out, char32_t cp) {
     }
 }
 
-// The byte of each of GPT-2's characters (index: the code point, below U+0144).
+// The byte of each of GPT-2's characters (index: the code point, up to U+0143).
 std::vector<int> unicode_to_byte() {
-    std::vector<int> back(0x144, -1);
     const std::vector<char32_t> map = gpt2_bytes_to_unicode();
+    std::vector<int> back(*std::max_element(map.begin(), map.end()) + 1, -1);
     for (int b = 0; b < 256; ++b) back[map[b]] = b;
     return back;
 }
