@@ -135,11 +135,21 @@ function(wb_optimised_options out)
   endif()
 endfunction()
 
+# A chapter taken from the reference in a Debug build: line tables only (WB_FAST_CHECKS), so
+# it compiles in half the time of -g; it stays -O0, which compiles fastest (the checks' own
+# code, not the chapters they call, is what runs long unoptimised).
+function(wb_reference_options out)
+  if(WB_FAST_CHECKS AND CMAKE_BUILD_TYPE STREQUAL "Debug")
+    set(${out} -g1 PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # Compiles TARGET with the extra OPTIONS (a list, possibly empty) and, with WB_PCH, with the
 # precompiled header of KIND: `chapters` (the standard library, xtensor, xtensor-blas) or
-# `checks` (the same and Catch2). One header per kind and set of options, compiled once by
-# its own target (wb_pch_<kind>...) and reused by every target of that kind: g++ takes a
-# precompiled header only from a compilation with the same optimisation.
+# `checks` (the same and Catch2), compiled once by its own target (wb_pch_<kind>...) and
+# reused by every target of that kind.
 function(wb_compile_like target kind)
   set(options ${ARGN})
   if(options)
@@ -148,14 +158,22 @@ function(wb_compile_like target kind)
   if(NOT WB_PCH)
     return()
   endif()
-  string(MAKE_C_IDENTIFIER "wb_pch_${kind}${options}" pch)
+  # g++ refuses a precompiled header compiled at another optimisation (-O0 or not), and takes
+  # one with other debug information (-g, -g1): one header per kind and optimisation.
+  set(optimise "")
+  foreach(option IN LISTS options)
+    if(option MATCHES "^-O[1-3sg]")
+      set(optimise ${option})
+    endif()
+  endforeach()
+  string(MAKE_C_IDENTIFIER "wb_pch_${kind}${optimise}" pch)
   if(NOT TARGET ${pch})
     set(source ${CMAKE_BINARY_DIR}/workbook/pch.cpp)
     file(CONFIGURE OUTPUT ${source} CONTENT "// compiles the precompiled headers\n")
     add_library(${pch} OBJECT EXCLUDE_FROM_ALL ${source})
     target_link_libraries(${pch} PRIVATE wb_core wb_warnings)
-    if(options)
-      target_compile_options(${pch} PRIVATE ${options})
+    if(optimise)
+      target_compile_options(${pch} PRIVATE ${optimise})
     endif()
     set(headers <algorithm> <cmath> <cstddef> <cstdint> <limits> <optional> <random>
                 <sstream> <string> <vector> <xtensor/xarray.hpp> <xtensor/xtensor.hpp>
@@ -243,15 +261,15 @@ function(wb_chapter label folder)
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
     # faster. The capstone keeps the build's optimisation: its checks train a model, its
     # override (the readable kernel) is benchmarked. In a Debug build the learner's own code
-    # keeps -O0 -g (the debugger's), and a chapter taken from the reference is compiled like
-    # the checks (wb_optimised_options).
+    # keeps -O0 -g (the debugger's), and a chapter taken from the reference gets line tables
+    # only (wb_reference_options).
     set(options "")
     if(WB_IMPL_DIR_${label} AND NOT label STREQUAL "capstone")
       if(CMAKE_BUILD_TYPE STREQUAL "Release")
         set(options -O1)
       endif()
     elseif(kind MATCHES "^reference")
-      wb_optimised_options(options)
+      wb_reference_options(options)
     endif()
     wb_compile_like(wb_${label} chapters ${options})
 
@@ -265,7 +283,7 @@ function(wb_chapter label folder)
     target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
     target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
                           ${arg_LIBRARIES} PRIVATE wb_warnings)
-    wb_optimised_options(options)
+    wb_reference_options(options)
     wb_compile_like(wb_reference_${label} chapters ${options})
   elseif(prebuilt AND EXISTS ${prebuilt_dir}/${ref_lib_name})
     add_library(wb_reference_${label} STATIC IMPORTED GLOBAL)

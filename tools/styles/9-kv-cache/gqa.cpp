@@ -91,6 +91,8 @@ std::size_t gqa_cache_elements(const GptConfig& config, std::size_t H_kv, std::s
                          " is not a divisor of H = " + std::to_string(config.H));
     }
     const std::size_t d = config.D / config.H;
+    checked_size(fn, "the GQA cache 2 x L x B x T_max x H_kv x d",
+                 {2, config.L, B, config.T_max, H_kv, d});
     return 2 * config.L * B * config.T_max * H_kv * d;
 }
 

@@ -20,6 +20,7 @@ void require_axes(const char* fn, const AttentionShape& s) {
                          ", H = " + std::to_string(s.H) + ", T = " + std::to_string(s.T) +
                          ", d = " + std::to_string(s.d) + "; every axis must be at least 1");
     }
+    checked_size(fn, "B x H x T x d", {s.B, s.H, s.T, s.d});
 }
 
 float dot(const float* a, const float* b, std::size_t n) {
