@@ -18,7 +18,8 @@
 # Other distributions (not tested here): a C++17 compiler with OpenMP, CMake 3.25 or later,
 # Ninja, Python 3, xtensor 0.24+ with xtl and xsimd, xtensor-blas 0.20+, a BLAS (OpenBLAS),
 # Catch2 2.13 or 3.x, Google Benchmark 1.7+, CLI11 2.x, and for the site Doxygen, Graphviz,
-# MathJax 2, Sphinx with MyST, Breathe, furo, sphinx-copybutton and jieba.
+# MathJax 2, Sphinx with MyST, Breathe, furo, sphinx-copybutton and jieba; for chapter 2's
+# GPT-2 tokenizer PCRE2 (libpcre2-8, found with pkg-config) and Node.js with npm.
 set -euo pipefail
 
 # package                  what it is for                               Debian 12 / Debian 13
