@@ -191,7 +191,8 @@ function(wb_compile_like target kind)
   target_precompile_headers(${target} REUSE_FROM ${pch})
 endfunction()
 
-# Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on:
+# Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on and to the given
+# LIBRARIES (code of the course that is no exercise, e.g. chapter 2's GPT-2 pre-tokenizer):
 #   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp (in a handout:
 #                             prebuilt/<folder>/libwb_<label>.a)
 #   library  wb_reference_<label>  the reference again in namespace wb::reference, built only
@@ -201,7 +202,7 @@ endfunction()
 # use it to compile a modified copy of a chapter. WB_EXTRA_TESTS (a cache path) adds the checks
 # in WB_EXTRA_TESTS/<folder>/*.cpp to test_<label>: an instructor's own checks, kept outside.
 function(wb_chapter label folder)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "DEPENDS;LIBRARIES")
   set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
   file(GLOB stub_sources CONFIGURE_DEPENDS ${stub_dir}/*.cpp)
   if(NOT stub_sources)
@@ -239,7 +240,7 @@ function(wb_chapter label folder)
     wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
     add_library(wb_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_${label} PROPERTIES IMPORTED_LOCATION ${prebuilt_dir}/${lib_name})
-    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies})
+    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies} ${arg_LIBRARIES})
   else()
     file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
     if(NOT sources)
@@ -254,7 +255,8 @@ function(wb_chapter label folder)
     else()
       set(warnings wb_warnings)
     endif()
-    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} PRIVATE ${warnings})
+    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} ${arg_LIBRARIES}
+                          PRIVATE ${warnings})
     # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
     # faster. The capstone keeps the build's optimisation: its checks train a model, its
@@ -280,14 +282,15 @@ function(wb_chapter label folder)
     add_library(wb_reference_${label} STATIC EXCLUDE_FROM_ALL ${ref_sources})
     target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
     target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
-                          PRIVATE wb_warnings)
+                          ${arg_LIBRARIES} PRIVATE wb_warnings)
     wb_reference_options(options)
     wb_compile_like(wb_reference_${label} chapters ${options})
   elseif(prebuilt AND EXISTS ${prebuilt_dir}/${ref_lib_name})
     add_library(wb_reference_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_reference_${label} PROPERTIES
                           IMPORTED_LOCATION ${prebuilt_dir}/${ref_lib_name})
-    target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies})
+    target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies}
+                          ${arg_LIBRARIES})
   endif()
 
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${folder}/*.cpp)
