@@ -196,7 +196,8 @@ function(wb_compile_like target kind)
   target_precompile_headers(${target} REUSE_FROM ${pch})
 endfunction()
 
-# Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on:
+# Adds chapter LABEL from folder FOLDER, linked to the chapters it DEPENDS on and to the given
+# LIBRARIES (code of the course that is no exercise, e.g. chapter 2's GPT-2 pre-tokenizer):
 #   library  wb_<label>       chapters/<folder>/*.cpp or solutions/<folder>/*.cpp (in a handout:
 #                             prebuilt/<folder>/libwb_<label>.a)
 #   library  wb_reference_<label>  the reference again in namespace wb::reference, built only
@@ -205,10 +206,10 @@ endfunction()
 # WB_IMPL_DIR_<label> (a cache path) replaces the source folder: the mutant and grading tools
 # use it to compile a modified copy of a chapter. WB_EXTRA_TESTS (a cache path) adds the checks
 # in WB_EXTRA_TESTS/<folder>/*.cpp to test_<label>: an instructor's own checks, kept outside.
-#   TIMEOUT seconds: a CTest time limit for each of its checks (a check that starts processes)
-#   LINK targets: more libraries the chapter links publicly (MPI::MPI_CXX)
+# TIMEOUT seconds: a CTest time limit for each of its checks (the data-parallel chapter's, which
+# start MPI jobs).
 function(wb_chapter label folder)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "DEPENDS;LINK")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "TIMEOUT" "DEPENDS;LIBRARIES")
   set(stub_dir ${CMAKE_CURRENT_SOURCE_DIR}/chapters/${folder})
   file(GLOB stub_sources CONFIGURE_DEPENDS ${stub_dir}/*.cpp)
   if(NOT stub_sources)
@@ -246,7 +247,7 @@ function(wb_chapter label folder)
     wb_course_entry(${label} ${folder} "${kind}" ${src_dir})
     add_library(wb_${label} STATIC IMPORTED GLOBAL)
     set_target_properties(wb_${label} PROPERTIES IMPORTED_LOCATION ${prebuilt_dir}/${lib_name})
-    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies} ${arg_LINK})
+    target_link_libraries(wb_${label} INTERFACE wb_core ${dependencies} ${arg_LIBRARIES})
   else()
     file(GLOB sources CONFIGURE_DEPENDS ${src_dir}/*.cpp)
     if(NOT sources)
@@ -261,7 +262,7 @@ function(wb_chapter label folder)
     else()
       set(warnings wb_warnings)
     endif()
-    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} ${arg_LINK}
+    target_link_libraries(wb_${label} PUBLIC wb_core ${dependencies} ${arg_LIBRARIES}
                           PRIVATE ${warnings})
     # An override folder (a mutant of the catalogue, a graded tree) is rebuilt once per mutant
     # or tree and only ever checked on tiny tensors: -O1, like the checks, compiles it a third
@@ -287,8 +288,8 @@ function(wb_chapter label folder)
   if(ref_sources)
     add_library(wb_reference_${label} STATIC EXCLUDE_FROM_ALL ${ref_sources})
     target_compile_definitions(wb_reference_${label} PRIVATE WB_IMPL=reference)
-    target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies} ${arg_LINK}
-                          PRIVATE wb_warnings)
+    target_link_libraries(wb_reference_${label} PUBLIC wb_core ${ref_dependencies}
+                          ${arg_LIBRARIES} PRIVATE wb_warnings)
     wb_reference_options(options)
     wb_compile_like(wb_reference_${label} chapters ${options})
   elseif(prebuilt AND EXISTS ${prebuilt_dir}/${ref_lib_name})
@@ -296,7 +297,7 @@ function(wb_chapter label folder)
     set_target_properties(wb_reference_${label} PROPERTIES
                           IMPORTED_LOCATION ${prebuilt_dir}/${ref_lib_name})
     target_link_libraries(wb_reference_${label} INTERFACE wb_core ${ref_dependencies}
-                          ${arg_LINK})
+                          ${arg_LIBRARIES})
   endif()
 
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${folder}/*.cpp)

@@ -128,7 +128,7 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
 
     // Final LayerNorm, then the vocabulary projection (§14): logits, never softmaxed here.
     Tensor3 ln_f = layer_norm(x, as_layer_norm(p.ln_f_g, p.ln_f_b));  // [B, T, D]
-    cache.x_final = rows(std::move(x));                                // [N, D]
+    cache.x_final = rows(std::move(x));                               // [N, D]
     cache.logits =
         rows(lm_head(ln_f, as_linear(p.lm_head, Vec<float>::from_shape({0}))));  // [N, V]
     cache.ln_f = rows(std::move(ln_f));
@@ -367,9 +367,8 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
         // Attention half, x_mid = x_in + attn(x_in).
         Mat<Real> datt_out;  // [N, D]
         linear_backward(dx_mid, a.att_out, w.w_o, datt_out, g.w_o, g.b_o);
-        const Heads<Real> dheads =
-            split_heads(seqs(std::move(datt_out), B, T), H);  // [B, H, T, d]
-        Heads<Real> dq, dk, dv;                                           // [B, H, T, d]
+        const Heads<Real> dheads = split_heads(seqs(std::move(datt_out), B, T), H);  // [B, H, T, d]
+        Heads<Real> dq, dk, dv;                                                      // [B, H, T, d]
         causal_attention_backward(dheads, a.q, a.k, a.v, a.att, dq, dk, dv);
         if (rope) {  // the gradients of the rotated q and k, turned back (chapter 3's angles)
             dq = rope_backward(dq, 0, kRopeBase);

@@ -82,4 +82,8 @@ std::string Golden::meta(const std::string& key) const {
     return it == meta_.end() ? "" : it->second;
 }
 
+std::string golden_path(const std::string& relative_path) {
+    return std::string(WB_GOLDEN_DIR) + "/" + relative_path;
+}
+
 }  // namespace wbtest

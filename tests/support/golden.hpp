@@ -54,6 +54,10 @@ class Golden {
     std::map<std::string, std::string> meta_;
 };
 
+/// The path of tests/goldens/<relative_path>, for goldens that are not tensors (chapter 2's
+/// GPT-2 token ids).
+std::string golden_path(const std::string& relative_path);
+
 /// Tolerance for comparing float32 results with float32 goldens: absolute and relative.
 inline constexpr double golden_tolerance = 1e-5;
 
