@@ -123,9 +123,8 @@ std::string gpt2_decode(const std::vector<std::int64_t>& ids, const Gpt2Vocab& v
             const std::size_t width = static_cast<unsigned char>(token[i]) >= 0xC0 ? 2 : 1;
             const auto it = table.find(token.substr(i, width));
             if (it == table.end()) {
-                throw ValueError("wb::gpt2_decode: id " + std::to_string(ids[pos]) +
-                                 " (position " + std::to_string(pos) +
-                                 ") is not made of GPT-2's byte characters");
+                throw ValueError("wb::gpt2_decode: id " + std::to_string(ids[pos]) + " (position " +
+                                 std::to_string(pos) + ") is not made of GPT-2's byte characters");
             }
             out.push_back(static_cast<char>(it->second));
             i += width;
