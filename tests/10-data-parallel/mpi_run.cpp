@@ -25,13 +25,11 @@ MpiRun run_mpi(const std::string& scenario, int W, int seconds) {
     const std::string out = (dir / "out").string(), log = (dir / "log").string();
     std::ostringstream cmd;
     // timeout(1) ends a job whose rank hangs (a missing message, a rank left out of a
-    // collective); the check then fails and says so. Under AddressSanitizer the ranks skip the
-    // leak check: OpenMPI keeps memory past MPI_Finalize, and the asan preset's ASAN_OPTIONS
-    // (detect_leaks=1) would override the worker's own default.
-    cmd << "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 timeout -k 5 " << seconds
-        << " '" << WB_MPIEXEC << "' -np " << W << " --oversubscribe"
-        << (geteuid() == 0 ? " --allow-run-as-root" : "") << " -x OMP_NUM_THREADS -x ASAN_OPTIONS '"
-        << WB_MPI_WORKER << "' " << scenario << " '" << out << "' > '" << log << "' 2>&1";
+    // collective); the check then fails and says so.
+    cmd << "OMP_NUM_THREADS=1 timeout -k 5 " << seconds << " '" << WB_MPIEXEC << "' -np " << W
+        << " --oversubscribe" << (geteuid() == 0 ? " --allow-run-as-root" : "")
+        << " -x OMP_NUM_THREADS '" << WB_MPI_WORKER << "' " << scenario << " '" << out << "' > '"
+        << log << "' 2>&1";
     const int status = std::system(cmd.str().c_str());
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::ifstream log_file(log);
