@@ -48,9 +48,10 @@ def configure(build_dir, **variables):
 
 
 def build(build_dir, target=None, jobs=2):
+    """Builds TARGET (a name, or a list of names) and what it needs; everything when None."""
     cmd = ["cmake", "--build", str(build_dir), "-j", str(jobs)]
     if target:
-        cmd += ["--target", target]
+        cmd += ["--target", *([target] if isinstance(target, str) else target)]
     run(cmd)
 
 
