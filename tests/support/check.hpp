@@ -124,5 +124,10 @@ wb::Shape shape_of(const E& e) {
             FAIL("expected " #type " from `" #expr "`, but nothing was thrown\nhint: " << (hint)); \
         } catch (const type& wb_error_) {                                                          \
             WB_REPORT(::wbtest::message_names(wb_error_.what(), {__VA_ARGS__}, hint));             \
+        } catch (const ::wb::NotImplemented&) {                                                    \
+            throw; /* a stub: reported as every stub is */                                         \
+        } catch (const std::exception& wb_other_) {                                                \
+            FAIL("expected " #type " from `" #expr "`, but it threw another exception: "           \
+                 << wb_other_.what() << "\nhint: " << (hint));                                     \
         }                                                                                          \
     } while (false)

@@ -30,6 +30,7 @@ from pathlib import Path
 from .common import ROOT
 from .contract import MARKER, find_chapters, rel, select
 from .cppscan import blank_comments, doc_blocks, line_of, pieces, split_args, test_cases
+from .screen import WORDING_FAILURE  # the start of a failure on wording alone
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -39,7 +40,6 @@ VALUE_WORDS = re.compile(r"\b(?:values?|sizes?|shapes?|counts?|lengths?|index|in
                          r"limits?|widths?|dims?|dimensions?|ranks?|capacity|rows?|columns?)\b",
                          re.I)
 SHAPE_WORDS = re.compile(r"\b(?:shapes?|ranges?|bounds?)\b|[\[(]\s*-?\w+\s*[,\])]", re.I)
-WORDING_FAILURE = "the exception was thrown, but its message should name"
 VALUE_NAMES = {"nan", "inf", "infinity", "true", "false"}   # values written as words
 CALL = re.compile(r"\bwb::(\w+)\s*(?:<[^<>();]*(?:<[^<>();]*>[^<>();]*)*>)?\s*\(")
 MEMBER = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
