@@ -17,7 +17,8 @@
 // Under AddressSanitizer (the asan preset) the leak check stays off in this program: OpenMPI
 // keeps memory it never frees past MPI_Finalize (its components and operators), which the leak
 // check would report on every rank and fail the job. Memory errors are still caught. Read by
-// the sanitizer's runtime only; an ordinary build never calls it.
+// the sanitizer's runtime only; an ordinary build never calls it. An ASAN_OPTIONS that names
+// detect_leaks overrides it, so the presets' ASAN_OPTIONS leave detect_leaks at its default.
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 namespace {
