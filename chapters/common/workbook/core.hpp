@@ -131,6 +131,26 @@ inline std::size_t checked_size(const std::string& function, const char* what,
     return too_big ? 0 : product;
 }
 
+/// Appends code point `cp` to `out` as UTF-8 (1 to 4 bytes). `cp` must be a Unicode scalar
+/// value (below U+110000 and not a surrogate): the caller checks.
+inline void append_utf8(std::string& out, char32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
 /// Builds the message of a stub: which function, which file to open.
 inline std::string not_implemented_message(const char* function, const char* file, int line) {
     std::string path = file;
