@@ -4,6 +4,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -43,9 +44,19 @@ const pcre2_code* gpt2_pattern() {
     return code.get();
 }
 
+// GPT-2's files take 456 KB (vocab.bpe) and 1.04 MB (encoder.json): a larger one is not theirs,
+// and is refused before it is read.
+constexpr std::uintmax_t kMaxGpt2FileBytes = std::uintmax_t(16) << 20;
+
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw FileError("wb::gpt2_load: cannot open " + path);
+    const auto size = static_cast<std::uintmax_t>(in.tellg());
+    if (size > kMaxGpt2FileBytes) {
+        throw FileError("wb::gpt2_load: " + path + " has " + std::to_string(size) +
+                        " bytes, more than GPT-2's files ever take (at most 16 MiB)");
+    }
+    in.seekg(0);
     std::ostringstream data;
     data << in.rdbuf();
     return data.str();
