@@ -1,8 +1,9 @@
 """The class handout: the repository without solutions/, the reference of every chapter prebuilt.
 
 `workbook handout DIR` writes a tree a class can be given: every tracked file except the
-reference sources (solutions/), the mistake catalogue (tools/mutants/*.txt: its find/replace
-blocks are pieces of the reference) and the repository's own CI (.ci/), and the hint ladders
+reference sources (solutions/), the style answers (tools/styles/: whole correct chapters), the
+mistake catalogue (tools/mutants/*.txt: its find/replace blocks are pieces of the reference) and
+the repository's own CI (.ci/), and the hint ladders
 (hints/*.json) without their key lines; in their place
 prebuilt/<folder>/ holds each chapter's reference as static libraries, found by
 cmake/Workbook.cmake (wb_chapter), so WB_REFERENCE, `workbook use N reference`, the benchmarks
@@ -21,7 +22,7 @@ from .common import ROOT, WorkbookError, cache_value, configure, run
 from .course import load_course
 
 # What a handout leaves out (paths relative to the repository; a folder ends in /).
-LEFT_OUT = ["solutions/", ".ci/", "tools/mutants/*.txt"]
+LEFT_OUT = ["solutions/", "tools/styles/", ".ci/", "tools/mutants/*.txt"]
 PREBUILT = "prebuilt"
 
 NOTICE_EN = """\
@@ -55,10 +56,12 @@ def withhold_key_lines(path):
 
 def key_line_report(out):
     """[(file, line, key code)]: the ladders' key lines (lines of the reference) that can be read
-    in the handout OUT."""
+    in a page of the handout OUT (guides, ladders, notes). Code is not searched: a check or the
+    mini-GPT may share a short line with the reference (`layer_norm(x, p.ln1)`), and whole
+    reference functions in code are what find_leaks looks for."""
     from .ladders import key_line_leaks, key_lines
     pages = [p for p in Path(out).rglob("*") if p.is_file() and PREBUILT not in p.parts[:1]
-             and p.suffix in (".md", ".json", ".txt", ".hpp", ".cpp", ".py", ".html", "")]
+             and p.suffix in (".md", ".json", ".txt", ".html", "")]
     return key_line_leaks(pages, key_lines(ROOT), Path(out))
 
 

@@ -567,12 +567,21 @@ EXPRESSION = re.compile(r"^(?:REQUIRE|CHECK|REQUIRE_FALSE|CHECK_FALSE|REQUIRE_TH
                         r"REQUIRE_NOTHROW|CHECK_NOTHROW|REQUIRE_THROWS\w*|CHECK_THROWS\w*)\( .*\)$")
 
 
-def readable_lines(check, hidden):
+def path_forms(path, build_dir):
+    """The ways a compiler or a check may write the folder PATH: absolute, relative to this
+    repository, or relative to BUILD_DIR (as ccache writes paths under CCACHE_BASEDIR); the
+    longest first."""
+    path = Path(path).resolve()
+    forms = {str(path), relative(str(path)), os.path.relpath(path, Path(build_dir).resolve())}
+    return sorted((f for f in forms if f not in (".", "")), key=len, reverse=True)
+
+
+def readable_lines(check, hidden, build_dir):
     """What a student reads of a failing check: its message and hint, the crash explained; no
     assertion's source text (a REQUIRE( ... ) line gives way to its values), no traceback, and
-    no location inside HIDDEN (the instructor's own checks)."""
+    no location inside HIDDEN (the instructor's own checks, built in BUILD_DIR)."""
     lines = []
-    forms = [str(hidden), relative(str(hidden))] if hidden else []  # absolute, or in the repo
+    forms = path_forms(hidden, build_dir) if hidden else []
     for line in failure_lines(check):
         form = next((f for f in forms if f in line), None)
         if form:
@@ -629,8 +638,7 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
 
     # The tree's own place, as the compiler and the checks write it (absolute, or relative to
     # this repository when the tree is inside it): no report shows it.
-    roots = sorted({str(tree_root.resolve()) + os.sep, relative(str(tree_root.resolve())) + os.sep},
-                   key=len, reverse=True)
+    roots = [f + os.sep for f in path_forms(tree_root, build_dir)]
 
     def unrooted(text):
         for root in roots:
@@ -658,7 +666,7 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
             where, lines = first_error(log, [shown(variables[f"WB_IMPL_DIR_{label}"]),
                                              f"chapters/{chapter.folder}"])
             error = next((l for l in lines if "error" in l), lines[0] if lines else "")
-            if extra and str(extra) in error:
+            if extra and any(f in error for f in path_forms(extra, build_dir)):
                 # The instructor's check itself does not compile: theirs to fix, not the student's.
                 say(f"  {label}: an extra check does not compile: {error.strip()}")
                 where, error = "", "an instructor's check does not compile (the grader is told)"
@@ -666,7 +674,7 @@ def grade_tree(tree, build_dir, only=None, jobs=2, timeout=300, extra=None, say=
                 where + ": " if where else "") + unrooted(error.strip())[:200]
         save_outcome(build_dir, label, outcome)  # for `hint N --build-dir` on the graded tree
         checks = [{"name": short_name(c.name), "passed": c.passed,
-                   "lines": [] if c.passed else [unrooted(l) for l in readable_lines(c, extra)]}
+                   "lines": [] if c.passed else [unrooted(l) for l in readable_lines(c, extra, build_dir)]}
                   for c in outcome.checks]
         if not checks:
             n = expected.get(label) or 1

@@ -380,6 +380,10 @@ def dependent_targets(build_dir, chapters):
     wanted = [t for c in chapters for t in (f"wb_{c.label}", c.target) if t]
     if not (build_dir / "build.ninja").exists():
         return wanted  # another generator: the chapters' own targets
+    # A chapter taken from a handout's prebuilt/ library is an imported target: nothing to build.
+    wanted = [t for t in wanted if subprocess.run(
+        ["ninja", "-C", str(build_dir), "-t", "query", t], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0]
     seen, todo, found = set(), [f"libwb_{c.label}.a" for c in chapters], []
     while todo:
         node = todo.pop()
