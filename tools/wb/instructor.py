@@ -402,6 +402,71 @@ def guide_structure(text):
     }
 
 
+def mistakes_zh_text():
+    """(name, text) of the catalogue's Chinese mistakes, for the glossary check."""
+    from .screen import MISTAKES_ZH
+    try:
+        data = json.loads(MISTAKES_ZH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    return str(MISTAKES_ZH.relative_to(ROOT)), "\n".join(str(v) for v in data.values())
+
+
+def code_fragments(text):
+    """The words of TEXT that are code or figures (x[:, -1, :] gives 'x[:,', '-1,' and ':]';
+    sqrt(d_k), 1e-9), without the prose's punctuation and the brackets of an aside."""
+    out = []
+    for word in text.split():
+        if word.endswith(":") and word != "[:":
+            word = word[:-1]
+        changed = True
+        while changed and word:
+            changed = True
+            if word[-1] in ",;." and not word.endswith("..."):
+                word = word[:-1]
+            elif word.endswith("'s"):
+                word = word[:-2]
+            elif word[0] == "(" and word.count("(") > word.count(")"):
+                word = word[1:]
+            elif word[-1] == ")" and word.count(")") > word.count("("):
+                word = word[:-1]
+            elif len(word) > 1 and word[0] == "(" and word[-1] == ")" and \
+                    word[1:-1].count("(") == word[1:-1].count(")"):
+                word = word[1:-1]
+            elif word[0] in "\"'" or word[-1] in "\"'":
+                word = word.strip("\"'")
+            else:
+                changed = False
+        if word and re.search(r"[\[\]()_:0-9]", word):
+            out.append(word)
+    return out
+
+
+def mistakes_zh_problems():
+    """Prints and counts what is wrong with the Chinese mistakes: a catalogued mutant without
+    one, one for no mutant, an empty text, or a code fragment of the English left out."""
+    from .screen import MISTAKES_ZH
+    english = {m.name: m.mistake for path in sorted((ROOT / "tools" / "mutants").glob("*.txt"))
+               for m in parse_catalogue(path)}
+    if not english:
+        return 0  # a class handout: no catalogue to compare with
+    name = str(MISTAKES_ZH.relative_to(ROOT))
+    try:
+        data = json.loads(MISTAKES_ZH.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        print(f"{name}: unreadable ({e})")
+        return 1
+    lines = [f"no Chinese for mutant {m}" for m in english if not str(data.get(m, "")).strip()]
+    lines += [f"{m} is no catalogued mutant" for m in data if m not in english]
+    for m, text in english.items():
+        for code in code_fragments(text):
+            if m in data and code not in str(data[m]):
+                lines.append(f"{m}: the Chinese lacks {code!r} of the English")
+    for line in lines:
+        print(f"{name} {line}")
+    return len(lines)
+
+
 def cmd_guides(args):
     """Every guide (chapters, the mini-GPT program, the top-level README) has a Chinese edition
     (README.zh.md) of the same structure."""
@@ -457,6 +522,8 @@ def cmd_guides(args):
              and not top.name.startswith(".") for p in top.rglob("*.zh.md")]
     texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(pages) if p not in paired]
     texts.append(("tools/wb/i18n.py", "\n".join(strip_fields(t) for t in chinese_templates())))
+    texts.append(mistakes_zh_text())
+    problems += mistakes_zh_problems()
     for name, text in texts:
         for snippet, variant, term in forbidden_terms(text):
             print(f"{name:<14} Chinese uses {variant} (glossary: {term}): {snippet}")

@@ -171,12 +171,35 @@ def first_failure(outcome, chapter, mistake=None):
     crashed = [c for c in failed if c.crashed]
     written = [c for c in failed if NOT_IMPLEMENTED not in c.output]
     if mistake and written and not crashed:
-        words = _words(mistake)
+        words = _words(getattr(mistake, "english", mistake))
         return max(written, key=lambda c: len(_words(c.title) & words))  # first of the best
     return (crashed or written or failed)[0]
 
 
 SIGNATURES = ROOT / "tools" / "mutants" / "signatures.json"
+# The catalogue's mistakes in Chinese, by mutant name (kept beside the signatures, so a class
+# handout, which has no catalogue, still names a mistake in Chinese).
+MISTAKES_ZH = ROOT / "tools" / "mutants" / "mistakes.zh.json"
+
+
+class Mistake(str):
+    """A known mistake as the screen shows it (the learner's language), keeping its English:
+    the checks' names it is matched with are English."""
+    def __new__(cls, shown, english):
+        obj = super().__new__(cls, shown)
+        obj.english = english
+        return obj
+
+
+def mistake_words(name, english, path=MISTAKES_ZH):
+    """The catalogued mistake NAME in the screen's language (ENGLISH when no translation)."""
+    if not zh():
+        return english
+    import json
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8")).get(name) or english
+    except (OSError, ValueError):
+        return english
 
 
 # The start of a failure that is only about a message's wording (tests/support/check.cpp).
@@ -211,13 +234,17 @@ def known_mistake(chapter, outcome, path=SIGNATURES):
         if jaccard >= 0.8:
             # Ties (two mistakes failing the same checks) are told apart by the messages.
             same = sum(said.get(t) == m for t, m in sig.get("messages", {}).items())
-            scored.append(((jaccard, same), sig.get("mistake", name)))
+            english = sig.get("mistake", name)
+            scored.append(((jaccard, same), Mistake(mistake_words(name, english), english)))
     if not scored:
         return None
     best = max(score for score, _ in scored)
     mistakes = list(dict.fromkeys(m for score, m in scored if score == best))
     # Two mistakes that fail the same checks: both are named.
-    return mistakes[0] if len(mistakes) == 1 else "; or ".join(mistakes[:2])
+    if len(mistakes) == 1:
+        return mistakes[0]
+    return Mistake(("；或" if zh() else "; or ").join(mistakes[:2]),
+                   "; or ".join(m.english for m in mistakes[:2]))
 
 
 def your_code_lines(check, chapter):

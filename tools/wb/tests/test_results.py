@@ -415,6 +415,27 @@ class KnownMistakes(unittest.TestCase):
             outcome.checks[:] = outcome.checks[:1]
             self.assertIsNone(known_mistake(CHAPTER, outcome, path))
 
+    def test_a_chinese_learner_reads_the_mistake_in_chinese(self):
+        import tempfile
+        from wb.i18n import use_language
+        from wb.screen import MISTAKES_ZH, mistake_words
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "mistakes.zh.json"
+            path.write_text(json.dumps({"zero-after-softmax": "在 softmax 之后才清零"}))
+            try:
+                use_language("zh")
+                self.assertEqual(mistake_words("zero-after-softmax", "zeroes after", path),
+                                 "在 softmax 之后才清零")
+                self.assertEqual(mistake_words("untranslated", "as written", path), "as written")
+                # The catalogue's own file: every mutant has its Chinese (workbook guides checks
+                # the names; here one the screens show).
+                self.assertIn("softmax", mistake_words("mask-zeroed-after-softmax", "", MISTAKES_ZH))
+                use_language("en")
+                self.assertEqual(mistake_words("zero-after-softmax", "zeroes after", path),
+                                 "zeroes after")
+            finally:
+                use_language(None)
+
     def test_the_messages_tell_two_mistakes_with_the_same_checks_apart(self):
         import tempfile
         from wb.screen import known_mistake
