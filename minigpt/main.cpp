@@ -465,8 +465,7 @@ int run(const Cli& c) {
               << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
               << " positions " << c.positions
               << (model.variant.is_default() ? "" : " " + variant_changes(model.variant)) << ": "
-              << with_commas(parameter_count(model.params))
-              << " parameters\n"
+              << with_commas(parameter_count(model.params)) << " parameters\n"
               << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
               << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr) << " (warm-up "
               << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr) << "), weight decay "
@@ -698,13 +697,14 @@ int main(int argc, char** argv) {
         }
         if (!c.load.empty()) {
             // The model file fixes the shape and the training is over: say so, not ignore.
-            for (const char* name :
-                 {"--steps",         "--time-limit",   "--batch",        "--context",
-                  "--d-model",       "--heads",        "--layers",       "--lr",
-                  "--min-lr",        "--warmup",       "--weight-decay", "--grad-clip",
-                  "--eval-interval", "--eval-batches", "--model-seed",   "--corpus",
-                  "--out",           "--positions",    "--tokenizer",    "--vocab-size",
-                  "--attention-scale", "--norm",       "--final-norm"}) {
+            for (const char* name : {"--steps",         "--time-limit",   "--batch",
+                                     "--context",       "--d-model",      "--heads",
+                                     "--layers",        "--lr",           "--min-lr",
+                                     "--warmup",        "--weight-decay", "--grad-clip",
+                                     "--eval-interval", "--eval-batches", "--model-seed",
+                                     "--corpus",        "--out",          "--positions",
+                                     "--tokenizer",     "--vocab-size",   "--attention-scale",
+                                     "--norm",          "--final-norm"}) {
                 if (app.count(name) > 0) {
                     throw UsageError(std::string(name) +
                                      " has no effect with --load (the model "

@@ -22,15 +22,15 @@ std::string vocab_path(const std::string& checkpoint_path) { return checkpoint_p
 namespace {
 
 constexpr std::size_t kModelHeaderBytes = 8 + 4 + 8 + 8;  // magic, version, N, C
-constexpr std::size_t kVariantBytes = 4;  // version 2: the switches, after the 28 bytes
+constexpr std::size_t kVariantBytes = 4;           // version 2: the switches, after the 28 bytes
 constexpr std::uint32_t kModelVersion = 1;         // chapter 8's model (the default Variant)
 constexpr std::uint32_t kModelVariantVersion = 2;  // any other Variant
 
 // The 4 bytes of version 2: attention scale, norm, final norm, and 0 (reserved).
 std::string variant_bytes(const Variant& v) {
     return {static_cast<char>(v.attention_scale == AttentionScale::none ? 1 : 0),
-            static_cast<char>(v.norm == Norm::post ? 1 : 0), static_cast<char>(v.final_norm ? 1 : 0),
-            '\0'};
+            static_cast<char>(v.norm == Norm::post ? 1 : 0),
+            static_cast<char>(v.final_norm ? 1 : 0), '\0'};
 }
 
 // The switches of version 2's 4 bytes; a FileError from fn naming the byte, its value and the

@@ -624,7 +624,8 @@ std::string generate_text_fast(const Model& model, const std::string& prompt,
                                std::size_t max_new_tokens, const SamplingOptions& options,
                                std::uint64_t seed, bool use_greedy, GenerationSpeed* speed) {
     const auto t0 = std::chrono::steady_clock::now();
-    GptDecoder decoder(model.params, model.config, model.variant);  // packed once, reused by every piece
+    GptDecoder decoder(model.params, model.config,
+                       model.variant);  // packed once, reused by every piece
     std::string text = generate_text_in_pieces(
         model, prompt, max_new_tokens, seed,
         [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {

@@ -357,17 +357,18 @@ struct GptTrainer::Impl {
     // Activations, per block l (index l·N·D etc.), kept for the backward.
     // [L + 1, N, D] stream entering block l; [L] leaves the last
     Floats resid = zeros((L + 1) * N * D);
-    Floats x_mid = zeros(L * N * D);      // [L, N, D] stream after the attention half
+    Floats x_mid = zeros(L * N * D);            // [L, N, D] stream after the attention half
     Floats ln1 = zeros(post ? 0 : L * N * D);   // [L, N, D] Pre-LN: LN1(x), input of q, k, v
     Floats sum1 = zeros(post ? L * N * D : 0);  // [L, N, D] Post-LN: x + attention(x), LN1's input
-    Floats ln1_mean = zeros(L * N);       // [L, N]
-    Floats ln1_rstd = zeros(L * N);       // [L, N]
-    Floats qkv = zeros(L * 3 * N * D);    // [L, 3, B, H, T, d] q, k, v in head layout
-    Floats att = zeros(L * N * D);        // [L, B, H, T, d] attention output in head layout
-    Floats lse = zeros(L * N * H);        // [L, B, H, T] log-sum-exp of each attention row
-    Floats att_cat = zeros(L * N * D);    // [L, N, D] heads merged (input of w_o)
+    Floats ln1_mean = zeros(L * N);             // [L, N]
+    Floats ln1_rstd = zeros(L * N);             // [L, N]
+    Floats qkv = zeros(L * 3 * N * D);          // [L, 3, B, H, T, d] q, k, v in head layout
+    Floats att = zeros(L * N * D);              // [L, B, H, T, d] attention output in head layout
+    Floats lse = zeros(L * N * H);              // [L, B, H, T] log-sum-exp of each attention row
+    Floats att_cat = zeros(L * N * D);          // [L, N, D] heads merged (input of w_o)
     Floats ln2 = zeros(post ? 0 : L * N * D);   // [L, N, D] Pre-LN: LN2(x_mid), input of w_fc
-    Floats sum2 = zeros(post ? L * N * D : 0);  // [L, N, D] Post-LN: x_mid + FFN(x_mid), LN2's input
+    Floats sum2 =
+        zeros(post ? L * N * D : 0);      // [L, N, D] Post-LN: x_mid + FFN(x_mid), LN2's input
     Floats ln2_mean = zeros(L * N);       // [L, N]
     Floats ln2_rstd = zeros(L * N);       // [L, N]
     Floats fc_gelu = zeros(L * N * F);    // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
@@ -449,6 +450,15 @@ GptTrainer& GptTrainer::operator=(GptTrainer&&) noexcept = default;
 const GptConfig& GptTrainer::config() const { return impl_->c; }
 const Variant& GptTrainer::variant() const { return impl_->var; }
 
+const float* GptTrainer::probabilities() const {
+    if (!impl_->has_forward) {
+        throw ValueError(
+            "wb::minigpt::GptTrainer::probabilities: no forward ran (or the last one threw), "
+            "expected a forward(params, inputs, targets) first");
+    }
+    return impl_->probs.data();
+}
+
 float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs,
                           const TokenIds& targets) {
     const char* fn = "wb::minigpt::GptTrainer::forward";
@@ -503,21 +513,21 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     const bool post = m.post;
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& w = params.blocks[l];
-        const float* x = m.resid.data() + l * N * D;        // [N, D] stream in
-        float* ln1 = post ? nullptr : m.ln1.data() + l * N * D;   // [N, D] Pre-LN
+        const float* x = m.resid.data() + l * N * D;               // [N, D] stream in
+        float* ln1 = post ? nullptr : m.ln1.data() + l * N * D;    // [N, D] Pre-LN
         float* sum1 = post ? m.sum1.data() + l * N * D : nullptr;  // [N, D] Post-LN
-        float* q = m.qkv.data() + l * 3 * N * D;            // [B, H, T, d]
-        float* k = q + N * D;                               // [B, H, T, d]
-        float* v = k + N * D;                               // [B, H, T, d]
-        float* att = m.att.data() + l * N * D;              // [B, H, T, d]
-        float* lse = m.lse.data() + l * N * H;              // [B, H, T]
-        float* att_cat = m.att_cat.data() + l * N * D;      // [N, D]
-        float* x_mid = m.x_mid.data() + l * N * D;          // [N, D]
-        float* ln2 = post ? nullptr : m.ln2.data() + l * N * D;   // [N, D] Pre-LN
+        float* q = m.qkv.data() + l * 3 * N * D;                   // [B, H, T, d]
+        float* k = q + N * D;                                      // [B, H, T, d]
+        float* v = k + N * D;                                      // [B, H, T, d]
+        float* att = m.att.data() + l * N * D;                     // [B, H, T, d]
+        float* lse = m.lse.data() + l * N * H;                     // [B, H, T]
+        float* att_cat = m.att_cat.data() + l * N * D;             // [N, D]
+        float* x_mid = m.x_mid.data() + l * N * D;                 // [N, D]
+        float* ln2 = post ? nullptr : m.ln2.data() + l * N * D;    // [N, D] Pre-LN
         float* sum2 = post ? m.sum2.data() + l * N * D : nullptr;  // [N, D] Post-LN
-        float* fc_gelu = m.fc_gelu.data() + l * N * F;      // [N, F]
-        float* gelu_grad = m.gelu_grad.data() + l * N * F;  // [N, F]
-        float* x_out = m.resid.data() + (l + 1) * N * D;    // [N, D] stream out
+        float* fc_gelu = m.fc_gelu.data() + l * N * F;             // [N, F]
+        float* gelu_grad = m.gelu_grad.data() + l * N * F;         // [N, F]
+        float* x_out = m.resid.data() + (l + 1) * N * D;           // [N, D] stream out
 
         // Attention half: x_mid = x + w_o · attention(LN1(x)) (Post-LN: x_mid = LN1(x + w_o ·
         // attention(x))). The row-by-row steps run inside the products' parallel regions, on
@@ -685,8 +695,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                            m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
                            partial, N, D);
     } else {  // no ln_f: lm_head read the last stream (ln_f's gradients stay as they are)
-        linear_back(dlogits, V, x_last, params.lm_head.data(), dresid, false,
-                    grads.lm_head.data(), nullptr, partial, N, D, V);
+        linear_back(dlogits, V, x_last, params.lm_head.data(), dresid, false, grads.lm_head.data(),
+                    nullptr, partial, N, D, V);
     }
     const bool post = m.post;
     // Post-LN: out = LN(sum) with dresid the gradient of out. dresid becomes the gradient of

@@ -70,6 +70,11 @@ class GptTrainer {
     /// @throws ShapeError if params or grads does not match the config
     void backward(const GptParams<float>& params, GptParams<float>& grads);
 
+    /// The next-token probabilities of the last forward (the softmax of its logits), row
+    /// `b·T + t` for token t of sequence b: `[B·T, V]`, valid until the next forward.
+    /// @throws ValueError if no forward ran since the trainer was made, or the last forward threw
+    const float* probabilities() const;
+
     /// The model shape this trainer was made for.
     const GptConfig& config() const;
     /// The ablation switches this trainer was made for.
