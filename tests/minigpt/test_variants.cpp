@@ -268,8 +268,8 @@ TEST_CASE("GptDecoder generates with the trainer's model for every ablation swit
 }
 
 TEST_CASE(
-    "A model file keeps the ablation switches; the default model stays format version 1 and an "
-    "unknown switch value is refused",
+    "A model file keeps the ablation switches, the default model stays format version 1, and "
+    "an unknown switch value is refused",
     "[minigpt]") {
     TempDir dir;
     const std::string plain = (dir.path / "plain.model").string();
