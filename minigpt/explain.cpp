@@ -287,6 +287,12 @@ Explanation explain(const Model& model, const std::string& prompt) {
     } catch (const ValueError& e) {
         throw ValueError(std::string("--prompt: ") + e.what());
     }
+    if (!model.variant.is_default()) {  // chapter 8's forward would compute another model
+        throw ValueError("wb::minigpt::explain: the model was trained with " +
+                         variant_changes(model.variant) +
+                         ", expected chapter 8's model: explain reads the attention weights "
+                         "with chapter 8's gpt_forward, which builds only that one");
+    }
     const GptConfig& config = model.config;
     if (ids.size() > config.T_max) ids.erase(ids.begin(), ids.end() - std::ptrdiff_t(config.T_max));
     const std::size_t T = ids.size(), V = config.V;

@@ -52,7 +52,8 @@ struct Explanation {
 ///        T_max characters are read (the model cannot see more)
 /// @return the tokens, attention weights, logits and greedy choices
 /// @throws ValueError naming "--prompt" if the prompt is empty or has a character outside the
-///         vocabulary
+///         vocabulary, or naming wb::minigpt::explain and the switches if the model is not
+///         chapter 8's (model.variant is not the default)
 Explanation explain(const Model& model, const std::string& prompt);
 
 /// The data as JSON (the form in this file's description).

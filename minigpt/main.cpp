@@ -54,6 +54,10 @@ struct Cli {
     std::size_t d_model = 128, heads = 4, layers = 4;
     std::string positions = "learned";  // --positions: learned | rope (a new model's)
     std::string engine = "fast";        // --engine: chapters | fast
+    // A new model's ablation switches (docs/experiments.md), fast engine only.
+    std::string attention_scale = "sqrt";  // --attention-scale: sqrt | none
+    std::string norm = "pre";              // --norm: pre | post
+    std::string final_norm = "on";         // --final-norm: on | off
     std::uint64_t model_seed = 1;
     double held_out_fraction = 0.1;
     std::string corpus = bundled_corpus_path();
@@ -146,7 +150,22 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The switches of --attention-scale, --norm and --final-norm (values already checked by CLI11).
+Variant variant_of(const Cli& c) {
+    Variant v;
+    v.attention_scale = c.attention_scale == "none" ? AttentionScale::none : AttentionScale::sqrt;
+    v.norm = c.norm == "post" ? Norm::post : Norm::pre;
+    v.final_norm = c.final_norm != "off";
+    return v;
+}
+
 void check_usage(const Cli& c) {
+    if (c.train.engine == Engine::chapters && !variant_of(c).is_default()) {
+        throw UsageError(variant_changes(variant_of(c)) +
+                         " runs on --engine fast: the chapters engine (your chapter 8) builds "
+                         "the Pre-LN model with scaled attention and a final LayerNorm; add "
+                         "--engine fast or leave it out");
+    }
     if (c.d_model % c.heads != 0) {
         throw UsageError("--heads " + std::to_string(c.heads) + " does not divide --d-model " +
                          std::to_string(c.d_model) + " (each head has width d-model / heads)");
@@ -382,11 +401,18 @@ int run(const Cli& c) {
     if (!c.load.empty()) {
         const Model model = load_model(c.load);
         check_prompt(model.tokenizer, c.prompt);  // a bad prompt fails before any output
+        if (c.train.engine == Engine::chapters && !model.variant.is_default()) {
+            throw wb::ValueError(c.load + " was trained with " + variant_changes(model.variant) +
+                                 ", which runs on --engine fast: chapter 9 decodes only the "
+                                 "Pre-LN model with scaled attention and a final LayerNorm; "
+                                 "expected --engine fast");
+        }
         std::cout << "minigpt: loaded " << c.load << ": V=" << model.config.V
                   << " T=" << model.config.T_max << " D=" << model.config.D
                   << " H=" << model.config.H << " L=" << model.config.L << " positions "
-                  << wb::positions_name(model.config.positions) << ", "
-                  << with_commas(parameter_count(model.params)) << " parameters, trained "
+                  << wb::positions_name(model.config.positions)
+                  << (model.variant.is_default() ? "" : " " + variant_changes(model.variant))
+                  << ", " << with_commas(parameter_count(model.params)) << " parameters, trained "
                   << model.step << " steps\n";
         print_sample(model, c);
         return 0;
@@ -428,14 +454,18 @@ int run(const Cli& c) {
                     c.layers,
                     c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
+    model.variant = variant_of(c);
+    TrainOptions train_options = c.train;
+    train_options.variant = model.variant;
 
     std::cout << "minigpt: corpus " << c.corpus << ": " << token_summary(corpus) << "; "
               << with_commas(split.train.size()) << " to train on, "
               << with_commas(split.held_out.size()) << " held out\n"
               << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
               << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
-              << " positions " << c.positions << ": " << with_commas(parameter_count(model.params))
-              << " parameters\n"
+              << " positions " << c.positions
+              << (model.variant.is_default() ? "" : " " + variant_changes(model.variant)) << ": "
+              << with_commas(parameter_count(model.params)) << " parameters\n"
               << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
               << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr) << " (warm-up "
               << c.train.warmup << ", cosine to " << fmt("%g", c.train.min_lr) << "), weight decay "
@@ -451,7 +481,7 @@ int run(const Cli& c) {
 
     ProgressPrinter progress(std::cout, isatty(fileno(stdout)) != 0, c.train.time_limit_s);
     const TrainResult result = train(model.params, model.config, split.train, split.held_out,
-                                     c.train, [&](const StepLog& e) { progress(e); });
+                                     train_options, [&](const StepLog& e) { progress(e); });
     progress.finish();
     model.step = static_cast<std::int64_t>(result.steps_done);
 
@@ -565,6 +595,18 @@ int main(int argc, char** argv) {
     app.add_option("--positions", c.positions,
                    "a new model's positions: learned (GPT-2's table) or rope (chapter 3's RoPE)")
         ->check(CLI::IsMember({"learned", "rope"}));
+    app.add_option("--attention-scale", c.attention_scale,
+                   "a new model's attention scores: sqrt (times 1/sqrt(d), chapter 4) or none "
+                   "(the raw dot products); none needs --engine fast")
+        ->check(CLI::IsMember({"sqrt", "none"}));
+    app.add_option("--norm", c.norm,
+                   "a new model's LayerNorms: pre (x + f(LN(x)), GPT-2) or post (LN(x + f(x)), "
+                   "the original Transformer); post needs --engine fast")
+        ->check(CLI::IsMember({"pre", "post"}));
+    app.add_option("--final-norm", c.final_norm,
+                   "a new model's final LayerNorm before the LM head: on or off; off needs "
+                   "--engine fast")
+        ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--engine", c.engine,
                    "chapters: train and generate with your chapters 8 and 9 (chapters 1-7 "
                    "inside); fast: the given fast trainer and decoder")
@@ -655,12 +697,14 @@ int main(int argc, char** argv) {
         }
         if (!c.load.empty()) {
             // The model file fixes the shape and the training is over: say so, not ignore.
-            for (const char* name :
-                 {"--steps",         "--time-limit",   "--batch",        "--context",
-                  "--d-model",       "--heads",        "--layers",       "--lr",
-                  "--min-lr",        "--warmup",       "--weight-decay", "--grad-clip",
-                  "--eval-interval", "--eval-batches", "--model-seed",   "--corpus",
-                  "--out",           "--positions",    "--tokenizer",    "--vocab-size"}) {
+            for (const char* name : {"--steps",         "--time-limit",   "--batch",
+                                     "--context",       "--d-model",      "--heads",
+                                     "--layers",        "--lr",           "--min-lr",
+                                     "--warmup",        "--weight-decay", "--grad-clip",
+                                     "--eval-interval", "--eval-batches", "--model-seed",
+                                     "--corpus",        "--out",          "--positions",
+                                     "--tokenizer",     "--vocab-size",   "--attention-scale",
+                                     "--norm",          "--final-norm"}) {
                 if (app.count(name) > 0) {
                     throw UsageError(std::string(name) +
                                      " has no effect with --load (the model "

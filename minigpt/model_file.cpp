@@ -22,7 +22,38 @@ std::string vocab_path(const std::string& checkpoint_path) { return checkpoint_p
 namespace {
 
 constexpr std::size_t kModelHeaderBytes = 8 + 4 + 8 + 8;  // magic, version, N, C
-constexpr std::uint32_t kModelVersion = 1;
+constexpr std::size_t kVariantBytes = 4;           // version 2: the switches, after the 28 bytes
+constexpr std::uint32_t kModelVersion = 1;         // chapter 8's model (the default Variant)
+constexpr std::uint32_t kModelVariantVersion = 2;  // any other Variant
+
+// The 4 bytes of version 2: attention scale, norm, final norm, and 0 (reserved).
+std::string variant_bytes(const Variant& v) {
+    return {static_cast<char>(v.attention_scale == AttentionScale::none ? 1 : 0),
+            static_cast<char>(v.norm == Norm::post ? 1 : 0),
+            static_cast<char>(v.final_norm ? 1 : 0), '\0'};
+}
+
+// The switches of version 2's 4 bytes; a FileError from fn naming the byte, its value and the
+// values expected if one is unknown.
+Variant variant_of(const std::string& fn, const std::string& path, const std::string& bytes) {
+    const auto byte = [&](std::size_t i, const char* field, const char* expected) {
+        const auto b = static_cast<unsigned char>(bytes[i]);
+        if (b > 1 || (i == 3 && b != 0)) {
+            throw FileError(fn + ": " + path + ": " + field + " = " + std::to_string(b) +
+                            " (byte " + std::to_string(kModelHeaderBytes + i) + "), expected " +
+                            expected);
+        }
+        return b;
+    };
+    Variant v;
+    v.attention_scale = byte(0, "attention scale", "0 (sqrt) or 1 (none)") == 1
+                            ? AttentionScale::none
+                            : AttentionScale::sqrt;
+    v.norm = byte(1, "norm", "0 (pre) or 1 (post)") == 1 ? Norm::post : Norm::pre;
+    v.final_norm = byte(2, "final norm", "0 (off) or 1 (on)") == 1;
+    byte(3, "reserved byte", "0");
+    return v;
+}
 constexpr std::size_t kChunk = std::size_t(1) << 20;  // bytes read or copied at a time
 
 void put_u64(std::string& out, std::uint64_t v) {
@@ -219,10 +250,15 @@ void save_model(const std::string& path, const Model& model) {
         throw FileError(fn + ": cannot write the checkpoint part: " + e.what() +
                         "; the previous file at " + path + " is unchanged");
     }
+    // Chapter 8's model is written as version 1, as before the switches existed; another
+    // variant as version 2, its switches after the sizes.
+    const bool variant = !model.variant.is_default();
+    const std::uint32_t version = variant ? kModelVariantVersion : kModelVersion;
     std::string header(kModelMagic, kModelMagic + 8);
-    for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(kModelVersion >> (8 * i)));
+    for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(version >> (8 * i)));
     put_u64(header, vocabulary.size());
     put_u64(header, checkpoint.size());
+    if (variant) header += variant_bytes(model.variant);
     Fnv1a hash;
     hash.add(header);
     hash.add(vocabulary);
@@ -266,14 +302,28 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     for (int i = 0; i < 4; ++i) {
         version |= std::uint32_t(static_cast<unsigned char>(header[8 + i])) << (8 * i);
     }
-    if (version != kModelVersion) {
+    if (version != kModelVersion && version != kModelVariantVersion) {
         throw FileError(fn + ": " + path + ": format version " + std::to_string(version) +
-                        ", expected " + std::to_string(kModelVersion));
+                        ", expected " + std::to_string(kModelVersion) + " or " +
+                        std::to_string(kModelVariantVersion));
     }
+    // Version 2: the switches follow the 28 bytes (version 1 is chapter 8's model).
+    std::string switches;
+    Variant variant;
+    if (version == kModelVariantVersion) {
+        switches = read_file_part(fn, path, kModelHeaderBytes, kVariantBytes);
+        if (switches.size() < kVariantBytes) {
+            throw FileError(fn + ": " + path + " is truncated at byte " + std::to_string(size) +
+                            " (the header of version 2 alone is " +
+                            std::to_string(kModelHeaderBytes + kVariantBytes) + " bytes)");
+        }
+        variant = variant_of(fn, path, switches);
+    }
+    const std::uint64_t header_bytes = kModelHeaderBytes + switches.size();
     const std::uint64_t n_vocab = get_u64(header, 12), n_ckpt = get_u64(header, 20);
     // The announced sizes, compared with the file's, the size limit and the memory before
     // anything more is read or allocated.
-    const std::uint64_t room = size - kModelHeaderBytes;
+    const std::uint64_t room = size - header_bytes;
     if (room < 8 || n_vocab > room - 8 || n_ckpt > room - 8 - n_vocab ||
         n_vocab + n_ckpt != room - 8) {
         throw FileError(fn + ": " + path + " has " + std::to_string(size) +
@@ -300,13 +350,14 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     CheckpointCopy copy(fn, path);
     Fnv1a hash;
     hash.add(header.data(), kModelHeaderBytes);
+    hash.add(switches);
     std::string vocabulary(static_cast<std::size_t>(n_vocab), '\0');
-    read_exactly(fn, path, in.fd, kModelHeaderBytes, vocabulary.data(), vocabulary.size());
+    read_exactly(fn, path, in.fd, header_bytes, vocabulary.data(), vocabulary.size());
     hash.add(vocabulary);
     std::string chunk(std::min<std::uint64_t>(kChunk, n_ckpt), '\0');
     for (std::uint64_t at = 0; at < n_ckpt;) {
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, n_ckpt - at));
-        read_exactly(fn, path, in.fd, kModelHeaderBytes + n_vocab + at, chunk.data(), n);
+        read_exactly(fn, path, in.fd, header_bytes + n_vocab + at, chunk.data(), n);
         hash.add(chunk.data(), n);
         copy.write(fn, path, chunk.data(), n);
         at += n;
@@ -320,7 +371,9 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     Tokenizer tokenizer = vocabulary_of(fn, where, vocabulary);
     Checkpoint ckpt = copy.load(fn, path);
     require_vocabulary_size(fn, where, tokenizer, ckpt.config.V, path);
-    return from_checkpoint(std::move(ckpt), std::move(tokenizer));
+    Model model = from_checkpoint(std::move(ckpt), std::move(tokenizer));
+    model.variant = variant;
+    return model;
 }
 
 Model load_two_file_model(const std::string& checkpoint_path, const std::string& vocabulary_path) {
@@ -401,6 +454,13 @@ std::string generate_text_in_pieces(const Model& model, const std::string& promp
 
 std::string generate_text(const Model& model, const std::string& prompt, std::size_t max_new_tokens,
                           const SamplingOptions& options, std::uint64_t seed, bool use_greedy) {
+    if (!model.variant.is_default()) {
+        throw ValueError("wb::minigpt::generate_text: the model has " +
+                         variant_changes(model.variant) +
+                         ", expected chapter 8's model: chapter 9's decoder builds only that one; "
+                         "this model generates on the fast engine (generate_text_fast, "
+                         "--engine fast)");
+    }
     return generate_text_in_pieces(
         model, prompt, max_new_tokens, seed,
         [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {

@@ -13,6 +13,17 @@
 ///   28 + N      C      the checkpoint, exactly as wb::save_checkpoint writes it
 ///   28 + N + C  8      u64  FNV-1a 64-bit hash (as wb::fnv1a64) of the 28 + N + C bytes before
 /// ```
+/// That is a model of chapter 8's architecture (the default Variant, variant.hpp). A model with
+/// an ablation switch is format version 2: the same with 4 bytes more after the sizes, at
+/// offset 28 (so the vocabulary starts at 32, and the hash covers them too):
+/// ```
+///   28  1  u8  attention scale: 0 = sqrt (1/√d), 1 = none
+///   29  1  u8  norm: 0 = pre, 1 = post
+///   30  1  u8  final norm: 1 = on, 0 = off
+///   31  1  u8  0 (reserved)
+/// ```
+/// A save writes version 1 for the default variant, byte for byte as before the switches
+/// existed, so earlier programs still read those models; a load reads both versions.
 /// A save writes the file under a unique temporary name in the same folder (a TemporaryFile,
 /// file_io.hpp), flushes it, renames it onto the path and flushes the folder. Chapter 8's
 /// save_checkpoint writes the checkpoint straight into that temporary file, which then gets the
@@ -43,6 +54,7 @@
 #include "9-kv-cache/sampling.hpp"
 #include "minigpt/file_io.hpp"
 #include "minigpt/tokenizer.hpp"
+#include "minigpt/variant.hpp"
 
 namespace wb::minigpt {
 
@@ -55,6 +67,7 @@ struct Model {
     GptParams<float> params;  ///< the weights
     Tokenizer tokenizer;      ///< ids ↔ characters
     std::int64_t step = 0;    ///< training steps behind these weights
+    Variant variant;          ///< the ablation switches it was trained with (`{}`: chapter 8's)
 };
 
 /// The 8 bytes a model file starts with.
@@ -93,8 +106,9 @@ void save_model(const std::string& path, const Model& model);
 ///         would need more memory than memory_limit() (the message states both figures and
 ///         the limit's source), a checksum mismatch, a malformed vocabulary or checkpoint (see
 ///         wb::load_checkpoint and Tokenizer::deserialize), a vocabulary whose size is not the
-///         checkpoint's V, or a bare checkpoint of the older two-file form (the message gives
-///         the `minigpt convert` command that makes it one file)
+///         checkpoint's V, a switch of version 2 with an unknown value (the message names it,
+///         its value and the values expected), or a bare checkpoint of the older two-file form
+///         (the message gives the `minigpt convert` command that makes it one file)
 Model load_model(const std::string& path);
 
 /// load_model with a given memory limit instead of memory_limit().
@@ -147,7 +161,8 @@ std::uint64_t training_memory(const GptConfig& config);
 /// @param use_greedy take the most likely character instead of sampling
 /// @return the prompt followed by the generated characters
 /// @throws ValueError if a character of the prompt is not in the vocabulary (the message
-///         names it and its byte offset) or the options are invalid
+///         names it and its byte offset) or the options are invalid, or the model is not
+///         chapter 8's (model.variant is not the default: chapter 9 builds only that one)
 std::string generate_text(const Model& model, const std::string& prompt, std::size_t max_new_tokens,
                           const SamplingOptions& options, std::uint64_t seed, bool use_greedy);
 

@@ -165,8 +165,9 @@ class ChaptersStep final : public StepEngine {
 // The given fast trainer: buffers for [B, T], cblas, the capstone's attention kernel.
 class FastStep final : public StepEngine {
   public:
-    FastStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
-        : trainer_(config, batch, seq_len) {}
+    FastStep(const GptConfig& config, std::size_t batch, std::size_t seq_len,
+             const Variant& variant)
+        : trainer_(config, batch, seq_len, variant) {}
     float forward(const GptParams<float>& params, const TokenIds& inputs,
                   const TokenIds& targets) override {
         return trainer_.forward(params, inputs, targets);
@@ -182,9 +183,19 @@ class FastStep final : public StepEngine {
 }  // namespace
 
 std::unique_ptr<StepEngine> make_step_engine(Engine engine, const GptConfig& config,
-                                             std::size_t batch, std::size_t seq_len) {
-    if (engine == Engine::chapters) return std::make_unique<ChaptersStep>(config, batch, seq_len);
-    if (engine == Engine::fast) return std::make_unique<FastStep>(config, batch, seq_len);
+                                             std::size_t batch, std::size_t seq_len,
+                                             const Variant& variant) {
+    if (engine == Engine::chapters) {
+        // Chapter 8 builds one model: scaled scores, Pre-LN, a final LayerNorm.
+        if (!variant.is_default()) {
+            throw ValueError("wb::minigpt::make_step_engine: " + variant_changes(variant) +
+                             " with engine chapters, expected the chapters' model (" +
+                             variant_str(Variant{}) +
+                             "): the ablation switches run on --engine fast");
+        }
+        return std::make_unique<ChaptersStep>(config, batch, seq_len);
+    }
+    if (engine == Engine::fast) return std::make_unique<FastStep>(config, batch, seq_len, variant);
     throw ValueError("wb::minigpt::make_step_engine: engine = " +
                      std::to_string(static_cast<int>(engine)) + ", expected chapters or fast");
 }
@@ -220,8 +231,9 @@ constexpr std::uint64_t kEvalSeed = 0x5EED0E7A1ULL;
 
 float evaluate(const GptParams<float>& params, const GptConfig& config,
                const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
-               std::size_t batches, std::uint64_t seed, Engine engine) {
-    const std::unique_ptr<StepEngine> step = make_step_engine(engine, config, batch, context);
+               std::size_t batches, std::uint64_t seed, Engine engine, const Variant& variant) {
+    const std::unique_ptr<StepEngine> step =
+        make_step_engine(engine, config, batch, context, variant);
     return evaluate_with(*step, params, tokens, batch, context, batches, seed);
 }
 
@@ -241,7 +253,7 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
     const std::unique_ptr<StepEngine> engine =
-        make_step_engine(o.engine, config, o.batch, o.context);
+        make_step_engine(o.engine, config, o.batch, o.context, o.variant);
     BatchLoader loader(train_tokens, o.batch, o.context, o.seed);
     (void)BatchLoader(held_out, o.batch, o.context, kEvalSeed);  // fail now, not after training
     GptParams<float> grads = zeros_like(params);

@@ -29,6 +29,7 @@
 
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
+#include "minigpt/variant.hpp"
 
 namespace wb::minigpt {
 
@@ -76,10 +77,14 @@ class StepEngine {
 /// @param config the model's shape
 /// @param batch B
 /// @param seq_len T, <= config.T_max
+/// @param variant the ablation switches (variant.hpp); only Engine::fast builds another than `{}`
 /// @return the engine's step
 /// @throws ShapeError, ValueError as GptTrainer's constructor (both engines check the same)
+/// @throws ValueError if engine is chapters and the variant is not the default (the message
+///         names the switches and says that they run on `--engine fast`)
 std::unique_ptr<StepEngine> make_step_engine(Engine engine, const GptConfig& config,
-                                             std::size_t batch, std::size_t seq_len);
+                                             std::size_t batch, std::size_t seq_len,
+                                             const Variant& variant = {});
 
 /// Every setting of a training run.
 struct TrainOptions {
@@ -98,6 +103,7 @@ struct TrainOptions {
     int threads = 0;                  ///< OpenMP and OpenBLAS threads; 0 leaves them as they are
     double time_limit_s = 0;          ///< stop after this many seconds of training; 0 = none
     Engine engine = Engine::fast;     ///< which code computes each step
+    Variant variant;                  ///< the model's ablation switches (Engine::fast only)
 };
 
 /// Raises a ValueError naming the option, its value and the range expected, unless every
@@ -169,11 +175,13 @@ struct TrainResult {
 /// @param batches how many batches, >= 1
 /// @param seed which windows
 /// @param engine which code computes the forwards
+/// @param variant the model's ablation switches (as make_step_engine)
 /// @return the mean cross entropy (nats per token)
 /// @throws ValueError if batches is 0 or the loader rejects the sizes
 float evaluate(const GptParams<float>& params, const GptConfig& config,
                const std::vector<std::int64_t>& tokens, std::size_t batch, std::size_t context,
-               std::size_t batches, std::uint64_t seed, Engine engine = Engine::fast);
+               std::size_t batches, std::uint64_t seed, Engine engine = Engine::fast,
+               const Variant& variant = {});
 
 /// Trains `params` in place on random windows of `train_tokens`, scoring `held_out` after the
 /// first step, every eval_interval steps and after the last step.

@@ -295,6 +295,7 @@ std::pair<std::size_t, std::size_t> share(std::size_t count, int tid, int nth) {
 
 struct GptDecoder::Impl {
     GptConfig c;
+    Variant var;
     std::size_t D, H, d, F, V, tp;  // tp: T_max rounded up to 16 (the transposed keys' row)
     std::size_t Dp;                 // D rounded up to 16 (a product's padded output)
     std::size_t chunks;             // the FFN's chunks of kChunk hidden units
@@ -362,12 +363,15 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
         const auto [c0, c1] = share(chunks, tid, nth);
         for (Layer& L : layers) {
             // Attention half, one head at a time: q, k, v of the head, the head's attention,
-            // and its share of the output projection, w_o[:, head] · att_head.
-            layer_norm(my_x, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
+            // and its share of the output projection, w_o[:, head] · att_head. Pre-LN: of
+            // LN1(x); Post-LN: of x itself, and x = LN1(x + attention) after.
+            const bool post = var.norm == Norm::post;
+            if (!post) layer_norm(my_x, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
+            const float* in = post ? my_x : my_ln;  // [D] the sublayers' input
             for (std::size_t h = h0; h < h1; ++h) {
                 Head& hd = L.heads[h];
                 float* y = qkv.data + h * qkv_ld;
-                panel_products(hd.qkv.w.data, D, hd.qkv.groups, 0, hd.qkv.count, my_ln, y);
+                panel_products(hd.qkv.w.data, D, hd.qkv.groups, 0, hd.qkv.count, in, y);
                 if (rope) {
                     // q and k turned by the angles of position pos (in place), as the
                     // trainer turns them at the same position; the cache keeps turned keys.
@@ -398,13 +402,18 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
                 for (std::size_t h = 1; h < H; ++h) sum += part_o.data[h * Dp + j];
                 my_x[j] += sum + L.b_o.data[j];
             }
+            if (post) {  // x = LN1(x + attention(x))
+                layer_norm(my_x, L.ln1_g.data, L.ln1_b.data, D, eps, my_ln);
+                std::copy(my_ln, my_ln + D, my_x);
+            }
             // FFN half, one chunk of hidden units at a time: GELU(w_fc[chunk] · ln + b), and
-            // its share of the projection, w_proj[:, chunk] · hidden[chunk].
-            layer_norm(my_x, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
+            // its share of the projection, w_proj[:, chunk] · hidden[chunk] (Post-LN: of x,
+            // and x = LN2(x + FFN(x)) after).
+            if (!post) layer_norm(my_x, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
             for (std::size_t c = c0; c < c1; ++c) {
                 Chunk& ch = L.chunks[c];
                 float* hid = hidden.data + c * kChunk;
-                panel_products(ch.fc.w.data, D, ch.fc.groups, 0, ch.fc.count, my_ln, hid);
+                panel_products(ch.fc.w.data, D, ch.fc.groups, 0, ch.fc.count, in, hid);
                 bias_gelu(hid, ch.b_fc.data, 0, ch.fc.out);
                 panel_products(ch.proj.w.data, ch.fc.out, ch.proj.groups, 0, ch.proj.count, hid,
                                part_proj.data + c * Dp);
@@ -415,16 +424,22 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
                 for (std::size_t c = 1; c < chunks; ++c) sum += part_proj.data[c * Dp + j];
                 my_x[j] += sum + L.b_proj.data[j];
             }
+            if (post) {  // x = LN2(x + FFN(x))
+                layer_norm(my_x, L.ln2_g.data, L.ln2_b.data, D, eps, my_ln);
+                std::copy(my_ln, my_ln + D, my_x);
+            }
         }
-        layer_norm(my_x, lnf_g.data, lnf_b.data, D, eps, my_ln);
+        // The final LayerNorm, unless --final-norm off: then lm_head reads the stream itself.
+        if (var.final_norm) layer_norm(my_x, lnf_g.data, lnf_b.data, D, eps, my_ln);
         const auto [v0, v1] = head.share(tid, nth);
-        panel_products(head.w.data, D, head.groups, v0, v1, my_ln, logits.data);
+        panel_products(head.w.data, D, head.groups, v0, v1, var.final_norm ? my_ln : my_x,
+                       logits.data);
     }
     length = pos + 1;
     return logits.data;
 }
 
-GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
+GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config, const Variant& variant)
     : impl_(std::make_unique<Impl>()) {
     require_valid_config(kName, config);
     if (p.blocks.size() != config.L) {
@@ -434,6 +449,7 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     }
     Impl& m = *impl_;
     m.c = config;
+    m.var = variant;
     m.D = config.D;
     m.H = config.H;
     m.d = config.D / config.H;
@@ -443,7 +459,10 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config)
     m.Dp = round_up(config.D, kLanes);
     m.chunks = (m.F + kChunk - 1) / kChunk;
     m.eps = static_cast<float>(kGptLayerNormEps);
-    m.scale = 1.0f / std::sqrt(static_cast<float>(m.d));
+    // The scores' scale: 1/√d, or 1 without it (--attention-scale none).
+    m.scale = variant.attention_scale == AttentionScale::none
+                  ? 1.0f
+                  : 1.0f / std::sqrt(static_cast<float>(m.d));
     const std::size_t D = m.D, F = m.F, d = m.d;
     require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
     const bool rope = config.positions == Positions::rope;
@@ -524,6 +543,7 @@ void GptDecoder::reset() { impl_->length = 0; }
 std::size_t GptDecoder::length() const { return impl_->length; }
 
 const GptConfig& GptDecoder::config() const { return impl_->c; }
+const Variant& GptDecoder::variant() const { return impl_->var; }
 
 const float* GptDecoder::step(std::int64_t token) {
     Impl& m = *impl_;
@@ -604,7 +624,8 @@ std::string generate_text_fast(const Model& model, const std::string& prompt,
                                std::size_t max_new_tokens, const SamplingOptions& options,
                                std::uint64_t seed, bool use_greedy, GenerationSpeed* speed) {
     const auto t0 = std::chrono::steady_clock::now();
-    GptDecoder decoder(model.params, model.config);  // packed once, reused by every piece
+    GptDecoder decoder(model.params, model.config,
+                       model.variant);  // packed once, reused by every piece
     std::string text = generate_text_in_pieces(
         model, prompt, max_new_tokens, seed,
         [&](const std::vector<std::int64_t>& context, std::size_t n, std::uint64_t piece_seed) {

@@ -18,6 +18,9 @@
 ///    chunks' partial sums, in order, into its own copy of the residual stream;
 ///  - with RoPE (GptConfig::positions), each head's q and k are turned by their position's
 ///    angles from cos / sin tables made once for T_max positions; the cache keeps turned keys;
+///  - the ablation switches of variant.hpp as the trainer has them: scores without the 1/√d
+///    scale, Post-LN blocks (each sublayer reads the stream, LN1 and LN2 normalise the sums),
+///    no final LayerNorm;
 ///  - GELU (the exact erf form) and the softmax's exp are polynomials that vectorise;
 ///  - the hot loops are compiled for AVX-512, AVX2 + FMA and the default target, the widest
 ///    the processor has chosen when the program loads (no build flag needed).
@@ -37,6 +40,7 @@
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
 #include "minigpt/model_file.hpp"
+#include "minigpt/variant.hpp"
 
 namespace wb::minigpt {
 
@@ -53,8 +57,10 @@ class GptDecoder {
   public:
     /// Packs the weights of `params` and allocates the cache for `config.T_max` positions. The
     /// decoder keeps no reference to params: later changes to them are not seen.
+    /// @param variant the ablation switches the model was trained with; `{}` is chapter 8's
     /// @throws ShapeError if the config is invalid or params does not match it
-    GptDecoder(const GptParams<float>& params, const GptConfig& config);
+    GptDecoder(const GptParams<float>& params, const GptConfig& config,
+               const Variant& variant = {});
     /// Frees the buffers.
     ~GptDecoder();
     /// Takes over another decoder's buffers (the moved-from decoder must not be used).
@@ -80,6 +86,8 @@ class GptDecoder {
     std::size_t length() const;
     /// The model shape this decoder was made for.
     const GptConfig& config() const;
+    /// The ablation switches this decoder was made for.
+    const Variant& variant() const;
 
   private:
     struct Impl;  // the packed weights, the cache and every buffer (gpt_decode.cpp)

@@ -15,6 +15,11 @@
 //  - with RoPE, q and k are turned as they are written into that layout (chapter 3's
 //    apply_rope at offset 0, from cos / sin tables made once per trainer), and dq, dk are
 //    turned back (by the opposite angle) as they are merged back into rows;
+//  - the ablation switches (variant.hpp): without the 1/√d scale, q is multiplied by √d as it
+//    is written into the head layout (the kernel's 1/√d then cancels) and dq by √d as it is
+//    merged back; Post-LN blocks normalise the residual sums x + f(x) (LN1 after attention,
+//    LN2 after the FFN) and feed the stream itself to each sublayer; without the final
+//    LayerNorm the last stream goes straight into lm_head;
 //  - the other loops (LayerNorm, GELU, softmax + cross entropy, head split/merge) run over
 //    rows with `#pragma omp parallel for`; GELU is wb::gelu_bias_row (workbook/fast_math.hpp, the
 //    decoder's GELU too), which saves its derivative for the backward.
@@ -320,8 +325,9 @@ Floats zeros(std::size_t n) { return Floats(n, 0.0f); }
 struct GptTrainer::Impl {
     // The sizes first: every buffer below is sized from them where it is declared, so each
     // buffer is listed once, with its shape.
-    Impl(const GptConfig& config, std::size_t batch, std::size_t seq_len)
+    Impl(const GptConfig& config, std::size_t batch, std::size_t seq_len, const Variant& variant)
         : c(config),
+          var(variant),
           B(batch),
           T(seq_len),
           N(batch * seq_len),
@@ -333,7 +339,12 @@ struct GptTrainer::Impl {
           H(config.H) {}
 
     GptConfig c;
+    Variant var;
     std::size_t B, T, N, d, D, F, L, V, H;
+    bool post = var.norm == Norm::post;  // Post-LN: LN(x + f(x)) instead of x + f(LN(x))
+    // Without the 1/√d scale: q and dq are multiplied by √d (the kernel divides by it).
+    bool unscaled = var.attention_scale == AttentionScale::none;
+    float q_scale = std::sqrt(static_cast<float>(d));
     bool has_forward = false;
     std::size_t valid = 0;  // targets that are not -1 in the last forward
 
@@ -346,15 +357,18 @@ struct GptTrainer::Impl {
     // Activations, per block l (index l·N·D etc.), kept for the backward.
     // [L + 1, N, D] stream entering block l; [L] leaves the last
     Floats resid = zeros((L + 1) * N * D);
-    Floats x_mid = zeros(L * N * D);      // [L, N, D] stream after the attention half
-    Floats ln1 = zeros(L * N * D);        // [L, N, D]
-    Floats ln1_mean = zeros(L * N);       // [L, N]
-    Floats ln1_rstd = zeros(L * N);       // [L, N]
-    Floats qkv = zeros(L * 3 * N * D);    // [L, 3, B, H, T, d] q, k, v in head layout
-    Floats att = zeros(L * N * D);        // [L, B, H, T, d] attention output in head layout
-    Floats lse = zeros(L * N * H);        // [L, B, H, T] log-sum-exp of each attention row
-    Floats att_cat = zeros(L * N * D);    // [L, N, D] heads merged (input of w_o)
-    Floats ln2 = zeros(L * N * D);        // [L, N, D]
+    Floats x_mid = zeros(L * N * D);            // [L, N, D] stream after the attention half
+    Floats ln1 = zeros(post ? 0 : L * N * D);   // [L, N, D] Pre-LN: LN1(x), input of q, k, v
+    Floats sum1 = zeros(post ? L * N * D : 0);  // [L, N, D] Post-LN: x + attention(x), LN1's input
+    Floats ln1_mean = zeros(L * N);             // [L, N]
+    Floats ln1_rstd = zeros(L * N);             // [L, N]
+    Floats qkv = zeros(L * 3 * N * D);          // [L, 3, B, H, T, d] q, k, v in head layout
+    Floats att = zeros(L * N * D);              // [L, B, H, T, d] attention output in head layout
+    Floats lse = zeros(L * N * H);              // [L, B, H, T] log-sum-exp of each attention row
+    Floats att_cat = zeros(L * N * D);          // [L, N, D] heads merged (input of w_o)
+    Floats ln2 = zeros(post ? 0 : L * N * D);   // [L, N, D] Pre-LN: LN2(x_mid), input of w_fc
+    Floats sum2 =
+        zeros(post ? L * N * D : 0);      // [L, N, D] Post-LN: x_mid + FFN(x_mid), LN2's input
     Floats ln2_mean = zeros(L * N);       // [L, N]
     Floats ln2_rstd = zeros(L * N);       // [L, N]
     Floats fc_gelu = zeros(L * N * F);    // [L, N, F] GELU(ln2 w_fcᵀ + b_fc) (input of w_proj)
@@ -407,7 +421,8 @@ struct SerialBlas {
 
 }  // namespace
 
-GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len) {
+GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,
+                       const Variant& variant) {
     require_valid_config(kName, config);
     if (batch == 0 || seq_len == 0) {
         throw ShapeError(std::string(kName) + ": batch [B, T] = " +
@@ -417,7 +432,15 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
         throw ValueError(std::string(kName) + ": T = " + num(seq_len) + " exceeds T_max = " +
                          num(config.T_max) + " (the longest sequence of the model)");
     }
-    impl_ = std::make_unique<Impl>(config, batch, seq_len);
+    if ((variant.attention_scale != AttentionScale::sqrt &&
+         variant.attention_scale != AttentionScale::none) ||
+        (variant.norm != Norm::pre && variant.norm != Norm::post)) {
+        throw ValueError(std::string(kName) + ": variant (attention_scale " +
+                         std::to_string(static_cast<int>(variant.attention_scale)) + ", norm " +
+                         std::to_string(static_cast<int>(variant.norm)) +
+                         "), expected attention_scale sqrt or none and norm pre or post");
+    }
+    impl_ = std::make_unique<Impl>(config, batch, seq_len, variant);
 }
 
 GptTrainer::~GptTrainer() = default;
@@ -425,6 +448,16 @@ GptTrainer::GptTrainer(GptTrainer&&) noexcept = default;
 GptTrainer& GptTrainer::operator=(GptTrainer&&) noexcept = default;
 
 const GptConfig& GptTrainer::config() const { return impl_->c; }
+const Variant& GptTrainer::variant() const { return impl_->var; }
+
+const float* GptTrainer::probabilities() const {
+    if (!impl_->has_forward) {
+        throw ValueError(
+            "wb::minigpt::GptTrainer::probabilities: no forward ran (or the last one threw), "
+            "expected a forward(params, inputs, targets) first");
+    }
+    return impl_->probs.data();
+}
 
 float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs,
                           const TokenIds& targets) {
@@ -477,35 +510,41 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     }
 
     const AttentionShape shape{B, H, T, d};
+    const bool post = m.post;
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& w = params.blocks[l];
-        const float* x = m.resid.data() + l * N * D;        // [N, D] stream in
-        float* ln1 = m.ln1.data() + l * N * D;              // [N, D]
-        float* q = m.qkv.data() + l * 3 * N * D;            // [B, H, T, d]
-        float* k = q + N * D;                               // [B, H, T, d]
-        float* v = k + N * D;                               // [B, H, T, d]
-        float* att = m.att.data() + l * N * D;              // [B, H, T, d]
-        float* lse = m.lse.data() + l * N * H;              // [B, H, T]
-        float* att_cat = m.att_cat.data() + l * N * D;      // [N, D]
-        float* x_mid = m.x_mid.data() + l * N * D;          // [N, D]
-        float* ln2 = m.ln2.data() + l * N * D;              // [N, D]
-        float* fc_gelu = m.fc_gelu.data() + l * N * F;      // [N, F]
-        float* gelu_grad = m.gelu_grad.data() + l * N * F;  // [N, F]
-        float* x_out = m.resid.data() + (l + 1) * N * D;    // [N, D] stream out
+        const float* x = m.resid.data() + l * N * D;               // [N, D] stream in
+        float* ln1 = post ? nullptr : m.ln1.data() + l * N * D;    // [N, D] Pre-LN
+        float* sum1 = post ? m.sum1.data() + l * N * D : nullptr;  // [N, D] Post-LN
+        float* q = m.qkv.data() + l * 3 * N * D;                   // [B, H, T, d]
+        float* k = q + N * D;                                      // [B, H, T, d]
+        float* v = k + N * D;                                      // [B, H, T, d]
+        float* att = m.att.data() + l * N * D;                     // [B, H, T, d]
+        float* lse = m.lse.data() + l * N * H;                     // [B, H, T]
+        float* att_cat = m.att_cat.data() + l * N * D;             // [N, D]
+        float* x_mid = m.x_mid.data() + l * N * D;                 // [N, D]
+        float* ln2 = post ? nullptr : m.ln2.data() + l * N * D;    // [N, D] Pre-LN
+        float* sum2 = post ? m.sum2.data() + l * N * D : nullptr;  // [N, D] Post-LN
+        float* fc_gelu = m.fc_gelu.data() + l * N * F;             // [N, F]
+        float* gelu_grad = m.gelu_grad.data() + l * N * F;         // [N, F]
+        float* x_out = m.resid.data() + (l + 1) * N * D;           // [N, D] stream out
 
-        // Attention half: x_mid = x + w_o · attention(LN1(x)). The row-by-row steps run
-        // inside the products' parallel regions, on the rows of each piece (gemm).
+        // Attention half: x_mid = x + w_o · attention(LN1(x)) (Post-LN: x_mid = LN1(x + w_o ·
+        // attention(x))). The row-by-row steps run inside the products' parallel regions, on
+        // the rows of each piece (gemm).
         // One product for the three projections: ln1 [N, D] · [w_q; w_k; w_v]ᵀ, after LN1 of
-        // the same rows.
+        // the same rows (Post-LN: x [N, D] itself).
         float* proj = m.proj.data();  // [N, 3D]: columns q | k | v
         pack_qkv(w, m.wqkv.data(), D);
         const auto ln1_rows = [&](std::size_t r0, std::size_t r1) {
+            if (post) return;
             layernorm_rows(x, w.ln1_g.data(), w.ln1_b.data(), ln1, m.ln1_mean.data() + l * N,
                            m.ln1_rstd.data() + l * N, r0, r1, D);
         };
         // Split the heads with the biases added: row n = b·T + t, column h·d + i of each
         // projection goes to (b, h, t, i) of q, k or v. With RoPE, q and k are turned on the
-        // way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i.
+        // way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i. Without the 1/√d
+        // scale, q is multiplied by √d, which the kernel's 1/√d cancels.
         const float* bias[3] = {w.b_q.data(), w.b_k.data(), w.b_v.data()};
         float* dst[3] = {q, k, v};
         const auto split_rows = [&](std::size_t r0, std::size_t r1) {
@@ -522,14 +561,19 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
                         } else {
                             for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
                         }
+                        if (p == 0 && m.unscaled) {
+                            for (std::size_t i = 0; i < d; ++i) out[i] *= m.q_scale;
+                        }
                     }
                 }
             }
         };
-        linear(ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f, ln1_rows, split_rows);
+        linear(post ? x : ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f, ln1_rows, split_rows);
         attention_forward(shape, q, k, v, att, lse);
         // x_mid = x + b_o + att_cat · w_oᵀ: first the heads merged back to rows and x_mid
         // started as the residual plus the bias; after the product, LN2 of the same rows.
+        // Post-LN: the sum goes to sum1, and x_mid = LN1(sum1) after the product.
+        float* attn_sum = post ? sum1 : x_mid;  // [N, D]
         const auto merge_rows = [&](std::size_t r0, std::size_t r1) {
             for (std::size_t n = r0; n < r1; ++n) {
                 const std::size_t b = n / T, t = n % T;
@@ -537,27 +581,44 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
                     const float* src = att + ((b * H + h) * T + t) * d;
                     for (std::size_t i = 0; i < d; ++i) att_cat[n * D + h * d + i] = src[i];
                 }
-                for (std::size_t i = 0; i < D; ++i) x_mid[n * D + i] = x[n * D + i] + w.b_o[i];
+                for (std::size_t i = 0; i < D; ++i) {
+                    attn_sum[n * D + i] = x[n * D + i] + w.b_o[i];
+                }
             }
         };
         const auto ln2_rows = [&](std::size_t r0, std::size_t r1) {
+            if (post) {
+                layernorm_rows(sum1, w.ln1_g.data(), w.ln1_b.data(), x_mid,
+                               m.ln1_mean.data() + l * N, m.ln1_rstd.data() + l * N, r0, r1, D);
+                return;
+            }
             layernorm_rows(x_mid, w.ln2_g.data(), w.ln2_b.data(), ln2, m.ln2_mean.data() + l * N,
                            m.ln2_rstd.data() + l * N, r0, r1, D);
         };
-        linear(att_cat, w.w_o.data(), x_mid, N, D, D, 1.0f, merge_rows, ln2_rows);
+        linear(att_cat, w.w_o.data(), attn_sum, N, D, D, 1.0f, merge_rows, ln2_rows);
 
-        // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)). After x w_fcᵀ, the
-        // bias and GELU on its rows, and x_out started as x_mid plus the bias b_proj.
+        // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)) (Post-LN: x_out =
+        // LN2(x_mid + w_proj · GELU(w_fc · x_mid))). After x w_fcᵀ, the bias and GELU on its
+        // rows, and x_out (Post-LN: sum2) started as x_mid plus the bias b_proj.
         const float* b_fc = w.b_fc.data();
         const float* b_proj = w.b_proj.data();
+        float* ffn_sum = post ? sum2 : x_out;  // [N, D]
         const auto gelu_rows = [&](std::size_t r0, std::size_t r1) {
             for (std::size_t n = r0; n < r1; ++n) {
                 wb::gelu_bias_row(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
-                for (std::size_t i = 0; i < D; ++i) x_out[n * D + i] = x_mid[n * D + i] + b_proj[i];
+                for (std::size_t i = 0; i < D; ++i) {
+                    ffn_sum[n * D + i] = x_mid[n * D + i] + b_proj[i];
+                }
             }
         };
-        linear(ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f, NoRows{}, gelu_rows);
-        linear(fc_gelu, w.w_proj.data(), x_out, N, F, D, 1.0f);  // x_out += GELU · w_projᵀ
+        linear(post ? x_mid : ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f, NoRows{}, gelu_rows);
+        const auto post_ln2_rows = [&](std::size_t r0, std::size_t r1) {
+            if (!post) return;
+            layernorm_rows(sum2, w.ln2_g.data(), w.ln2_b.data(), x_out, m.ln2_mean.data() + l * N,
+                           m.ln2_rstd.data() + l * N, r0, r1, D);
+        };
+        // ffn_sum += GELU · w_projᵀ (then, Post-LN, x_out = LN2 of the same rows)
+        linear(fc_gelu, w.w_proj.data(), ffn_sum, N, F, D, 1.0f, NoRows{}, post_ln2_rows);
     }
 
     // Final LayerNorm, logits, then softmax and cross entropy fused, row by row.
@@ -580,7 +641,11 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
             for (std::size_t j = 0; j < V; ++j) z[j] = std::exp(z[j] - lse);
         }
     };
-    linear(m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f, ln_f_rows, softmax_rows);
+    if (m.var.final_norm) {
+        linear(m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f, ln_f_rows, softmax_rows);
+    } else {  // --final-norm off: the last stream itself goes into lm_head
+        linear(x_last, params.lm_head.data(), probs, N, D, V, 0.0f, NoRows{}, softmax_rows);
+    }
     float total = 0.0f;  // summed in row order: the same bits for any thread count
     for (std::size_t n = 0; n < N; ++n) total += m.row_loss[n];
     m.has_forward = true;
@@ -621,19 +686,34 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     float* dln = m.dln.data();        // [N, D]
     float* dresid = m.dresid.data();  // [N, D]
     float* partial = m.band_sums.data();
-    linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false, grads.lm_head.data(),
-                nullptr, partial, N, D, V);
-    std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
-    layernorm_backward(dln, m.resid.data() + c.L * N * D, params.ln_f_g.data(), m.ln_f_mean.data(),
-                       m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
-                       partial, N, D);
+    const float* x_last = m.resid.data() + c.L * N * D;  // [N, D]
+    if (m.var.final_norm) {
+        linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false,
+                    grads.lm_head.data(), nullptr, partial, N, D, V);
+        std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
+        layernorm_backward(dln, x_last, params.ln_f_g.data(), m.ln_f_mean.data(),
+                           m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
+                           partial, N, D);
+    } else {  // no ln_f: lm_head read the last stream (ln_f's gradients stay as they are)
+        linear_back(dlogits, V, x_last, params.lm_head.data(), dresid, false, grads.lm_head.data(),
+                    nullptr, partial, N, D, V);
+    }
+    const bool post = m.post;
+    // Post-LN: out = LN(sum) with dresid the gradient of out. dresid becomes the gradient of
+    // sum, which the residual passes on unchanged to the sublayer's input (dln is scratch).
+    const auto post_ln_back = [&](const float* sum, const float* gamma, const float* mean,
+                                  const float* rstd, float* dgamma, float* dbeta) {
+        std::fill(m.dln.begin(), m.dln.end(), 0.0f);
+        layernorm_backward(dresid, sum, gamma, mean, rstd, dln, dgamma, dbeta, partial, N, D);
+        std::copy(m.dln.begin(), m.dln.end(), m.dresid.begin());
+    };
 
     const AttentionShape shape{B, H, T, d};
     for (std::size_t l = c.L; l-- > 0;) {
         const GptBlock<float>& w = params.blocks[l];
         GptBlock<float>& g = grads.blocks[l];
         const float* x = m.resid.data() + l * N * D;
-        const float* ln1 = m.ln1.data() + l * N * D;
+        const float* ln1 = post ? x : m.ln1.data() + l * N * D;  // input of q, k, v
         const float* q = m.qkv.data() + l * 3 * N * D;
         const float* k = q + N * D;
         const float* v = k + N * D;
@@ -641,12 +721,17 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         const float* lse = m.lse.data() + l * N * H;
         const float* att_cat = m.att_cat.data() + l * N * D;
         const float* x_mid = m.x_mid.data() + l * N * D;
-        const float* ln2 = m.ln2.data() + l * N * D;
+        const float* ln2 = post ? x_mid : m.ln2.data() + l * N * D;  // input of w_fc
         const float* gelu_grad = m.gelu_grad.data() + l * N * F;
         const float* fc_gelu = m.fc_gelu.data() + l * N * F;
 
         // FFN half. dresid is the gradient of x_out; it reaches x_mid through the residual
-        // unchanged, and the LN2 branch's share is added into it below.
+        // unchanged, and the LN2 branch's share is added into it below. Post-LN: first through
+        // x_out = LN2(sum2), then sum2 = x_mid + FFN(x_mid) the same way, with no LN after.
+        if (post) {
+            post_ln_back(m.sum2.data() + l * N * D, w.ln2_g.data(), m.ln2_mean.data() + l * N,
+                         m.ln2_rstd.data() + l * N, g.ln2_g.data(), g.ln2_b.data());
+        }
         // dfc = (dresid · w_proj) ⊙ GELU'(u), the derivative saved by the forward.
         float* dfc = m.dfc.data();  // [N, F]
         const auto gelu_back_rows = [&](std::size_t r0, std::size_t r1) {
@@ -654,13 +739,23 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         };
         linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, g.w_proj.data(),
                     g.b_proj.data(), partial, N, F, D, gelu_back_rows);
-        linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(), partial,
-                    N, D, F);
-        layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
-                           m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(),
-                           partial, N, D);
+        if (post) {  // x_mid's gradient: the residual's (in dresid) plus the FFN's
+            linear_back(dfc, F, ln2, w.w_fc.data(), dresid, true, g.w_fc.data(), g.b_fc.data(),
+                        partial, N, D, F);
+        } else {
+            linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(),
+                        partial, N, D, F);
+            layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
+                               m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(),
+                               partial, N, D);
+        }
 
-        // Attention half: dresid is now the gradient of x_mid.
+        // Attention half: dresid is now the gradient of x_mid (Post-LN: of LN1(sum1), turned
+        // into sum1's).
+        if (post) {
+            post_ln_back(m.sum1.data() + l * N * D, w.ln1_g.data(), m.ln1_mean.data() + l * N,
+                         m.ln1_rstd.data() + l * N, g.ln1_g.data(), g.ln1_b.data());
+        }
         float* datt_cat = m.datt_cat.data();  // [N, D]
         // datt_cat = dresid · w_o, then split into the heads, row by row.
         float* datt = m.datt.data();  // [B, H, T, d]
@@ -681,7 +776,8 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         attention_backward(shape, q, k, v, att, lse, datt, dq, dk, dv);
         // Merge dq, dk, dv back to rows. With RoPE, dq and dk are the gradients of the turned
         // q and k: the gradient of the projections is the same pair turned back, by −t·θ_i
-        // (a rotation's transpose is its inverse; chapter 8's rope_backward).
+        // (a rotation's transpose is its inverse; chapter 8's rope_backward). Without the 1/√d
+        // scale, dq is multiplied by √d, as q was.
         float* dproj = m.dproj.data();  // [N, 3D]: columns dq | dk | dv
         const float* src[3] = {dq, dk, dv};
 #pragma omp parallel for schedule(static)
@@ -696,6 +792,9 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                     } else {
                         for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
                     }
+                    if (p == 0 && m.unscaled) {
+                        for (std::size_t i = 0; i < d; ++i) out[i] *= m.q_scale;
+                    }
                 }
             }
         }
@@ -705,17 +804,21 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         pack_qkv(w, m.wqkv.data(), D);
         std::fill(m.dwqkv.begin(), m.dwqkv.end(), 0.0f);
         std::fill(m.dbqkv.begin(), m.dbqkv.end(), 0.0f);
-        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), dln, false, m.dwqkv.data(), m.dbqkv.data(),
-                    partial, N, D, 3 * D);
+        // Post-LN: q, k, v read x itself, whose gradient (the residual's, in dresid) gets
+        // theirs added; Pre-LN: they read ln1, whose gradient goes through LN1 below.
+        linear_back(dproj, 3 * D, ln1, m.wqkv.data(), post ? dresid : dln, post, m.dwqkv.data(),
+                    m.dbqkv.data(), partial, N, D, 3 * D);
         float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
         float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
         for (std::size_t p = 0; p < 3; ++p) {
             for (std::size_t e = 0; e < D * D; ++e) gw[p][e] += m.dwqkv[p * D * D + e];
             for (std::size_t i = 0; i < D; ++i) gb[p][i] += m.dbqkv[p * D + i];
         }
-        layernorm_backward(dln, x, w.ln1_g.data(), m.ln1_mean.data() + l * N,
-                           m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(),
-                           partial, N, D);
+        if (!post) {
+            layernorm_backward(dln, x, w.ln1_g.data(), m.ln1_mean.data() + l * N,
+                               m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(),
+                               partial, N, D);
+        }
     }
 
     // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). One id can occur in many

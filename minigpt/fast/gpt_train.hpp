@@ -10,7 +10,8 @@
 /// attention is wb::attention_forward / wb::attention_backward — the learner's kernel once it
 /// passes, the reference otherwise. Both position kinds of GptConfig: learned (the table wpe)
 /// and RoPE (q and k of every layer turned from cos / sin tables made once per trainer, and
-/// their gradients turned back in the backward).
+/// their gradients turned back in the backward). And the ablation switches of variant.hpp:
+/// attention without the 1/√d scale, Post-LN blocks, no final LayerNorm.
 ///
 /// Threads: OMP_NUM_THREADS. The matrix products are cut into pieces that the OpenMP threads
 /// share, each piece a single-threaded sgemm (OpenBLAS is set to 1 thread during a step and
@@ -23,6 +24,7 @@
 #include <memory>
 
 #include "8-training/model.hpp"
+#include "minigpt/variant.hpp"
 
 namespace wb::minigpt {
 
@@ -38,9 +40,11 @@ namespace wb::minigpt {
 class GptTrainer {
   public:
     /// Allocates every activation buffer for batches of `batch` sequences of `seq_len` tokens.
+    /// @param variant the ablation switches; `{}` is chapter 8's model
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
     /// @throws ValueError if seq_len > config.T_max
-    GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len);
+    GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,
+               const Variant& variant = {});
     /// Frees the buffers.
     ~GptTrainer();
     /// Takes over another trainer's buffers (the moved-from trainer must not be used).
@@ -66,8 +70,15 @@ class GptTrainer {
     /// @throws ShapeError if params or grads does not match the config
     void backward(const GptParams<float>& params, GptParams<float>& grads);
 
+    /// The next-token probabilities of the last forward (the softmax of its logits), row
+    /// `b·T + t` for token t of sequence b: `[B·T, V]`, valid until the next forward.
+    /// @throws ValueError if no forward ran since the trainer was made, or the last forward threw
+    const float* probabilities() const;
+
     /// The model shape this trainer was made for.
     const GptConfig& config() const;
+    /// The ablation switches this trainer was made for.
+    const Variant& variant() const;
 
   private:
     struct Impl;                  // the config, [B, T], and every activation and scratch buffer
