@@ -13,13 +13,18 @@ namespace {
 
 using Bool3 = xt::xtensor<bool, 3>;
 
-// Every length must fit in the M key positions; names the first one that does not.
-void check_lengths(const char* function, const std::vector<std::size_t>& lengths, std::size_t M,
-                   const char* M_name) {
+// One length per sequence: no lengths at all is an empty batch axis (a ShapeError).
+void require_lengths(const char* function, const std::vector<std::size_t>& lengths) {
     if (lengths.empty()) {
         throw ShapeError(std::string(function) +
                          ": lengths is empty (B = 0), expected one length per sequence");
     }
+}
+
+// Every length must fit in the M key positions; names the first one that does not. Called
+// after every shape check: the ShapeErrors (the size of the mask included) come first.
+void check_lengths(const char* function, const std::vector<std::size_t>& lengths, std::size_t M,
+                   const char* M_name) {
     for (std::size_t b = 0; b < lengths.size(); ++b) {
         if (lengths[b] > M) {
             throw ValueError(std::string(function) + ": lengths[" + std::to_string(b) +
@@ -50,9 +55,10 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
         throw ShapeError("wb::padding_mask: N = " + std::to_string(N) + " queries and M = " +
                          std::to_string(M) + " keys, expected N >= 1 and M >= 1");
     }
-    check_lengths("wb::padding_mask", lengths, M, "M");
+    require_lengths("wb::padding_mask", lengths);
     const std::size_t B = lengths.size();
     checked_size("wb::padding_mask", "the mask [B, N, M]", {B, N, M});
+    check_lengths("wb::padding_mask", lengths, M, "M");
     Mask m{Bool3::from_shape({B, N, M})};  // [B, N, M]
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t i = 0; i < N; ++i) {
@@ -100,6 +106,8 @@ Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T)
     if (T == 0) {
         throw ShapeError("wb::causal_padding_mask: T = 0, expected at least one token");
     }
+    require_lengths("wb::causal_padding_mask", lengths);
+    checked_size("wb::causal_padding_mask", "the mask [B, T, T]", {lengths.size(), T, T});
     check_lengths("wb::causal_padding_mask", lengths, T, "T");
     return combine_masks(causal_mask(T), padding_mask(lengths, T, T));  // [B, T, T]
 }

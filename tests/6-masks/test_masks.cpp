@@ -654,6 +654,19 @@ TEST_CASE("padding_mask accepts a length equal to M (a sequence without padding)
                     "wb::padding_mask", "lengths[0] = 5", "M = 4");
 }
 
+TEST_CASE("padding_mask and causal_padding_mask name the first length beyond M",
+          "[errors][c:padding_mask.length-beyond-m]"
+          "[c:causal_padding_mask.length-beyond-t]") {
+    // Two lengths are too long; the header asks for the first one, b = 0.
+    WB_CHECK_THROWS(wb::ValueError, wb::padding_mask({5, 6}, 2, 4),
+                    "lengths 5 and 6 both exceed M = 4: name the first, lengths[0] = 5 (look "
+                    "at b = 0, 1, ... in order and stop at the first)",
+                    "wb::padding_mask", "lengths[0] = 5", "M = 4");
+    WB_CHECK_THROWS(wb::ValueError, wb::causal_padding_mask({4, 5}, 3),
+                    "lengths 4 and 5 both exceed T = 3: name the first, lengths[0] = 4",
+                    "wb::causal_padding_mask", "lengths[0] = 4", "T = 3");
+}
+
 TEST_CASE("combine_masks rejects masks that do not fit together",
           "[errors][c:combine_masks.mismatch]") {
     const wb::Mask b2{Bool3::from_shape({2, 3, 3})};

@@ -48,3 +48,42 @@ TEST_CASE("causal_mask and padding_mask refuse sizes whose product overflows",
     WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({1}, std::size_t(1) << 32),
                     "causal_padding_mask builds a causal mask of T x T", "4294967296");
 }
+
+TEST_CASE("padding_mask counts the batch in the size it refuses",
+          "[masks][errors][c:padding_mask.too-large]") {
+    // Each [N, M] plane is small; only B x N x M = 2^22 x 12000 x 12000 ~ 6e14 is more than 2^48.
+    const std::vector<std::size_t> many(std::size_t(1) << 22, 0);
+    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask(many, 12000, 12000),
+                    "4194304 sequences of 12000 x 12000: check the product of all three sizes, "
+                    "B x N x M, not N x M alone, before allocating",
+                    "wb::padding_mask", "4194304", "12000");
+}
+
+TEST_CASE("causal_padding_mask counts the batch in the size it refuses",
+          "[masks][errors][c:causal_padding_mask.too-large]") {
+    // Each [T, T] plane is small; only B x T x T = 2^22 x 12000 x 12000 is more than 2^48.
+    const std::vector<std::size_t> many(std::size_t(1) << 22, 0);
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask(many, 12000),
+                    "B x T x T counts the batch too, not only one T x T plane", "12000");
+}
+
+TEST_CASE("padding_mask refuses a mask too large before a length beyond M",
+          "[masks][errors][c:padding_mask.shape-before-value]") {
+    // The call breaks two rules: a mask of more than 2^48 elements (a ShapeError) and a length
+    // beyond M (a ValueError). The header puts every ShapeError first, the size included.
+    const std::size_t M = std::size_t(1) << 20;
+    WB_CHECK_THROWS(wb::ShapeError, wb::padding_mask({M + 1}, std::size_t(1) << 30, M),
+                    "1 x 2^30 x 2^20 = 2^50 elements is a ShapeError, and it comes before the "
+                    "length 2^20 + 1 > M: call checked_size before comparing the lengths with M",
+                    "wb::padding_mask", "1073741824");
+}
+
+TEST_CASE("causal_padding_mask refuses a mask too large before a length beyond T",
+          "[masks][errors][c:causal_padding_mask.shape-before-value]") {
+    // The same two rules with T for N and M: the size of B x T x T is checked first.
+    const std::size_t T = std::size_t(1) << 25;
+    WB_CHECK_THROWS(wb::ShapeError, wb::causal_padding_mask({T + 1}, T),
+                    "1 x 2^25 x 2^25 = 2^50 elements is a ShapeError, and it comes before the "
+                    "length 2^25 + 1 > T: check the size before comparing the lengths with T",
+                    "33554432");
+}
