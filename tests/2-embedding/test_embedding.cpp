@@ -2,7 +2,6 @@
 #include "check.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -583,12 +582,8 @@ TEST_CASE("linear and lm_head equal a double-precision sum on drawn sizes",
     WB_CHECK_CLOSE(wb::linear(x, layer), expected, 1e-5,
                    "y[b, t, o] = sum_i x[b, t, i] W[o, i] + b[o], each token on its own");
     WB_CHECK_CLOSE(wb::lm_head(x, layer), expected, 1e-5, "lm_head is the same Linear layer");
-    // The shapes as arrays: a braced list of structured bindings deduces no shape type in
-    // xtensor 0.25 with g++ 14.
-    const std::array<std::size_t, 2> rows_shape{B * T, in};
-    const std::array<std::size_t, 2> out_shape{B * T, out};
-    const wb::Tensor2 rows = xt::reshape_view(x, rows_shape);
+    const wb::Tensor2 rows = xt::reshape_view(x, {B * T, in});
     const wb::Tensor2 y2 = wb::linear(rows, layer);
-    WB_CHECK_CLOSE(y2, wb::Tensor2(xt::reshape_view(expected, out_shape)), 1e-5,
+    WB_CHECK_CLOSE(y2, wb::Tensor2(xt::reshape_view(expected, {B * T, out})), 1e-5,
                    "linear on [N, in] rows: y[n, o] = sum_i x[n, i] W[o, i] + b[o]");
 }
