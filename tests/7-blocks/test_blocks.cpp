@@ -907,12 +907,6 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other",
     bad_sdown.down = random_linear(5, 8, 24);
     WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_sdown), "down is [D, hidden] = [4, 8]",
                     "wb::swiglu_ffn", "down.weight", "[5, 8]");
-    wb::SwiGluParams bad_gate_bias = s;
-    bad_gate_bias.gate.bias = vec({1, 2, 3});
-    WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_gate_bias),
-                    "the gate's bias is [hidden] = [8] or empty: check every layer's bias, not "
-                    "only its weight",
-                    "wb::swiglu_ffn", "gate.bias", "[3]");
     wb::SwiGluParams no_gate = s;
     no_gate.gate.weight = Tensor2::from_shape({0, 4});
     no_gate.gate.bias = Tensor1::from_shape({0});
@@ -920,6 +914,40 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other",
                     "wb::swiglu_ffn", "gate.weight", "[0, 4]");
     WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(Tensor3::from_shape({1, 2, 0}), s), "D = 0",
                     "wb::swiglu_ffn", "[1, 2, 0]");
+}
+
+TEST_CASE("swiglu_ffn checks every layer's bias, not only its weight",
+          "[swiglu][errors][c:swiglu_ffn.bad-shape]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 4}, 3);
+    const wb::SwiGluParams s{random_linear(8, 4, 20), random_linear(8, 4, 21),
+                             random_linear(4, 8, 22)};
+    wb::SwiGluParams bad_gate_bias = s;
+    bad_gate_bias.gate.bias = vec({1, 2, 3});
+    WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_gate_bias),
+                    "the gate's bias is [hidden] = [8] or empty: check every layer's bias, not "
+                    "only its weight (a bias that does not fit is a layer that does not fit)",
+                    "wb::swiglu_ffn", "[3]");
+}
+
+TEST_CASE("post_ln_block_forward rejects what block_forward rejects, naming itself",
+          "[block][post-ln][errors][c:post_ln_block_forward.bad-params]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 8}, 4);
+    const BlockParams good = random_block(8, 2, 500);
+    BlockParams bad_ffn = good;
+    bad_ffn.ffn.down = random_linear(8, 16, 510);  // up is [32, 8]: down must be [8, 32]
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(x, bad_ffn),
+                    "Post-LN checks the FFN itself too, before calling ffn",
+                    "wb::post_ln_block_forward", "ffn.down.weight", "[8, 16]", "[8, 32]");
+    const Tensor3 narrow = wbtest::randn<Tensor3>({2, 3, 6}, 5);
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(narrow, good),
+                    "Post-LN: x's last axis must be the block's D = 8", "wb::post_ln_block_forward",
+                    "[6]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({2, 0, 8}), good),
+                    "Post-LN rejects T = 0 itself, as block_forward does",
+                    "wb::post_ln_block_forward", "[2, 0, 8]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({0, 3, 8}), good),
+                    "Post-LN rejects B = 0 itself, as block_forward does",
+                    "wb::post_ln_block_forward", "[0, 3, 8]");
 }
 
 TEST_CASE(
@@ -947,23 +975,11 @@ TEST_CASE(
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(x, bad_ffn),
                     "the FFN must fit D and its own hidden width", "wb::block_forward",
                     "ffn.down.weight", "[8, 16]", "[8, 32]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(x, bad_ffn),
-                    "Post-LN checks the FFN itself too, before calling ffn",
-                    "wb::post_ln_block_forward", "ffn.down.weight", "[8, 16]", "[8, 32]");
     const Tensor3 narrow = wbtest::randn<Tensor3>({2, 3, 6}, 5);
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(narrow, good),
                     "x's last axis must be the block's D = 8", "wb::block_forward", "[6]");
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(Tensor3::from_shape({2, 0, 8}), good),
                     "T = 0: no token to attend to", "wb::block_forward", "[2, 0, 8]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(narrow, good),
-                    "Post-LN: x's last axis must be the block's D = 8", "wb::post_ln_block_forward",
-                    "[6]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({2, 0, 8}), good),
-                    "Post-LN rejects T = 0 itself, as block_forward does",
-                    "wb::post_ln_block_forward", "[2, 0, 8]");
-    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({0, 3, 8}), good),
-                    "Post-LN rejects B = 0 itself, as block_forward does",
-                    "wb::post_ln_block_forward", "[0, 3, 8]");
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(Tensor3::from_shape({0, 3, 8}), good),
                     "B = 0: no sequence", "wb::block_forward", "[0, 3, 8]");
     WB_CHECK_THROWS(wb::ShapeError, wb::block_forward(Tensor3::from_shape({2, 3, 0}), good),
