@@ -240,6 +240,10 @@ TEST_CASE(
     WB_CHECK_SHAPE(y, (wb::Shape{3, 5, 16}), "layer_norm keeps the shape [B, T, D]");
     WB_CHECK_SHAPE(wb::layer_norm(Tensor3::from_shape({0, 5, 16}), ln_params(16)),
                    (wb::Shape{0, 5, 16}), "an empty batch gives an empty result, not an error");
+    INFO("x [3, 0, 16] (T = 0): expected an empty [3, 0, 16] result, not an exception");
+    WB_CHECK_SHAPE(wb::layer_norm(Tensor3::from_shape({3, 0, 16}), ln_params(16)),
+                   (wb::Shape{3, 0, 16}),
+                   "no tokens (T = 0) gives an empty result too: only D == 0 is an error");
     // The token whose mean or variance is furthest off.
     double worst = -1.0, worst_mu = 0.0, worst_var = 1.0;
     std::size_t worst_b = 0, worst_t = 0;
@@ -296,6 +300,21 @@ TEST_CASE(
     const Tensor1 own_after = xt::view(yc, 0, 2, xt::all());
     INFO("hint: the changed token's own output must change");
     CHECK(max_diff(own_before, own_after) > 1e-2);
+}
+
+TEST_CASE(
+    "layer_norm stays normalised for tokens with a large common offset (variance from the "
+    "deviations)",
+    "[layer_norm][c:layer_norm.normalised]") {
+    // Residual streams carry features of size ~1000. x = 1000 + N(0, 1): in float, x^2 ~ 1e6 has
+    // a spacing of 0.06, so mean(x^2) - mean^2 loses the variance (~1) to rounding, while the
+    // mean of the squared deviations (x - mean)^2 keeps it (torch's LayerNorm is exact here).
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 4, 16}, 75) + 1000.0f;
+    const LayerNormParams p = ln_params(16);
+    INFO(
+        "hint: take the variance as the mean of (x - mean)^2, not as mean(x^2) - mean^2: the "
+        "second form cancels catastrophically in float when the features share a large offset");
+    WB_CHECK_CLOSE(wb::layer_norm(x, p), ref_layer_norm(x, p), 1e-3, kLnHint);
 }
 
 TEST_CASE("layer_norm scales by gamma and shifts by beta per feature (hand-computed)",
@@ -863,6 +882,11 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other",
     bad_bias.down.bias = vec({1, 2});
     WB_CHECK_THROWS(wb::ShapeError, wb::ffn(x, bad_bias), "down's bias is [D] = [4] or empty",
                     "wb::ffn", "down.bias", "[2]");
+    wb::FfnParams bad_up_bias = good;
+    bad_up_bias.up.bias = vec({1, 2, 3});
+    WB_CHECK_THROWS(wb::ShapeError, wb::ffn(x, bad_up_bias),
+                    "up's bias is [hidden] = [16] or empty: check both layers' biases", "wb::ffn",
+                    "up.bias", "[3]");
     WB_CHECK_THROWS(wb::ShapeError, wb::ffn(Tensor3::from_shape({2, 3, 0}), good), "D = 0",
                     "wb::ffn", "[2, 3, 0]");
     wb::FfnParams no_hidden = good;
@@ -890,6 +914,40 @@ TEST_CASE("ffn and swiglu_ffn reject layers that do not fit x or each other",
                     "wb::swiglu_ffn", "gate.weight", "[0, 4]");
     WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(Tensor3::from_shape({1, 2, 0}), s), "D = 0",
                     "wb::swiglu_ffn", "[1, 2, 0]");
+}
+
+TEST_CASE("swiglu_ffn checks every layer's bias, not only its weight",
+          "[swiglu][errors][c:swiglu_ffn.bad-shape]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 4}, 3);
+    const wb::SwiGluParams s{random_linear(8, 4, 20), random_linear(8, 4, 21),
+                             random_linear(4, 8, 22)};
+    wb::SwiGluParams bad_gate_bias = s;
+    bad_gate_bias.gate.bias = vec({1, 2, 3});
+    WB_CHECK_THROWS(wb::ShapeError, wb::swiglu_ffn(x, bad_gate_bias),
+                    "the gate's bias is [hidden] = [8] or empty: check every layer's bias, not "
+                    "only its weight (a bias that does not fit is a layer that does not fit)",
+                    "wb::swiglu_ffn", "[3]");
+}
+
+TEST_CASE("post_ln_block_forward rejects what block_forward rejects, naming itself",
+          "[block][post-ln][errors][c:post_ln_block_forward.bad-params]") {
+    const Tensor3 x = wbtest::randn<Tensor3>({2, 3, 8}, 4);
+    const BlockParams good = random_block(8, 2, 500);
+    BlockParams bad_ffn = good;
+    bad_ffn.ffn.down = random_linear(8, 16, 510);  // up is [32, 8]: down must be [8, 32]
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(x, bad_ffn),
+                    "Post-LN checks the FFN itself too, before calling ffn",
+                    "wb::post_ln_block_forward", "ffn.down.weight", "[8, 16]", "[8, 32]");
+    const Tensor3 narrow = wbtest::randn<Tensor3>({2, 3, 6}, 5);
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(narrow, good),
+                    "Post-LN: x's last axis must be the block's D = 8", "wb::post_ln_block_forward",
+                    "[6]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({2, 0, 8}), good),
+                    "Post-LN rejects T = 0 itself, as block_forward does",
+                    "wb::post_ln_block_forward", "[2, 0, 8]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::post_ln_block_forward(Tensor3::from_shape({0, 3, 8}), good),
+                    "Post-LN rejects B = 0 itself, as block_forward does",
+                    "wb::post_ln_block_forward", "[0, 3, 8]");
 }
 
 TEST_CASE(
@@ -965,4 +1023,22 @@ TEST_CASE("stack_forward names the block and the final norm that do not fit",
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::stack_forward(Tensor3::from_shape({0, 3, 8}), blocks, good_final),
                     "B = 0: nothing to run", "wb::stack_forward", "[0, 3, 8]");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::stack_forward(Tensor3::from_shape({2, 0, 8}), blocks, good_final),
+                    "T = 0: no token to attend to", "wb::stack_forward", "[2, 0, 8]");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::stack_forward(Tensor3::from_shape({2, 0, 8}), {}, good_final),
+                    "T = 0 is an error even with no blocks, as in block_forward",
+                    "wb::stack_forward", "[2, 0, 8]");
+    // Checked before anything is computed: with a mask that does not fit (multi_head_attention
+    // reports it when block 0 runs), the stack's own error must come first.
+    wb::Mask wrong_mask = causal(4);  // x has T = 3
+    WB_CHECK_THROWS(wb::ValueError, wb::stack_forward(x, blocks, bad_final_eps, wrong_mask),
+                    "check the final norm before running any block (block 0's attention would "
+                    "report the mask first)",
+                    "wb::stack_forward", "final_norm.eps");
+    WB_CHECK_THROWS(wb::ShapeError, wb::stack_forward(x, bad_second, good_final, wrong_mask),
+                    "check every block before running block 0 (its attention would report the "
+                    "mask first)",
+                    "wb::stack_forward", "blocks[1].ln1.beta", "[4]");
 }
