@@ -58,8 +58,8 @@ Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t N, std::s
     if (lengths.empty()) lengths_fit("wb::padding_mask", lengths, M, "M");
     if (!N) throw ShapeError("wb::padding_mask: a padding mask needs queries, got N = 0");
     if (!M) throw ShapeError("wb::padding_mask: a padding mask needs keys, got M = 0");
-    lengths_fit("wb::padding_mask", lengths, M, "M");
     checked_size("wb::padding_mask", "a padding mask [B, N, M]", {lengths.size(), N, M});
+    lengths_fit("wb::padding_mask", lengths, M, "M");
     Bool3 allowed = xt::broadcast(keys(M) < length_column(lengths), {lengths.size(), N, M});
     return Mask{allowed};
 }
@@ -84,9 +84,10 @@ Mask combine_masks(const Mask& a, const Mask& b) {
 
 Mask causal_padding_mask(const std::vector<std::size_t>& lengths, std::size_t T) {
     if (!T) throw ShapeError("wb::causal_padding_mask: cannot build a mask over T = 0 tokens");
-    lengths_fit("wb::causal_padding_mask", lengths, T, "T");
+    if (lengths.empty()) lengths_fit("wb::causal_padding_mask", lengths, T, "T");
     checked_size("wb::causal_padding_mask", "a causal padding mask [B, T, T]",
                  {lengths.size(), T, T});
+    lengths_fit("wb::causal_padding_mask", lengths, T, "T");
     const auto col = length_column(lengths);
     Bool3 allowed =
         xt::broadcast((keys(T) <= queries(T)) && (keys(T) < col), {lengths.size(), T, T});
