@@ -75,7 +75,33 @@ def failing_function(check, chapter):
     if stub:
         return stub[0]
     declared = declared_functions(check, chapter)
+    if len(declared) > 1:
+        # A check about several functions: the one its failing assertion calls (a check of cat
+        # and stack that fails on its stack line blames stack).
+        called = asserted_calls(check, declared)
+        if called:
+            return called
     return declared[0] if declared else None
+
+
+def asserted_calls(check, functions):
+    """The first of FUNCTIONS that the source of CHECK's first failing assertion calls (the
+    statement at the failure's line, up to its ';'), or None."""
+    failure = next((f for f in check.failures if f.file and f.line), None)
+    if failure is None:
+        return None
+    path = ROOT / failure.file
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    statement = []
+    for line in lines[failure.line - 1:failure.line + 5]:
+        statement.append(line)
+        if line.rstrip().endswith(";"):
+            break
+    text = re.sub(r"//[^\n]*", "", "\n".join(statement))
+    return next((f for f in functions if re.search(rf"\b{re.escape(f)}\s*\(", text)), None)
 
 
 def definition(function, chapter):

@@ -181,7 +181,9 @@ def callers(helper, text, exported):
     """The functions of EXPORTED whose bodies in TEXT call or read HELPER (a function or a
     constant of the file; directly or through other helpers): who its mistake belongs to."""
     from .handout import function_bodies
-    bodies = {name: " ".join(body) for name, _, body in function_bodies(text)}
+    bodies = {}
+    for name, _, body in function_bodies(text):  # overloads: one body of them all
+        bodies[name] = bodies.get(name, "") + " " + " ".join(body)
     found, todo = set(), [helper]
     while todo:
         name = todo.pop()
@@ -242,8 +244,10 @@ def blame_from_signatures(catalogue, course, wanted):
             for title in sig.get("failing", []):
                 file, line, tags = checks.get(title, ("", 0, []))
                 text = sig.get("messages", {}).get(title, "")
-                failed.append(Check(f"{label}: {title}", False, [Failure(file, line, text)],
-                                    file, line, tags=tags))
+                # Where the assertion failed, when the run recorded it (else unknown).
+                at_file, _, at_line = sig.get("at", {}).get(title, "").rpartition(":")
+                failure = Failure(at_file, int(at_line or 0), text)
+                failed.append(Check(f"{label}: {title}", False, [failure], file, line, tags=tags))
             failed.sort(key=lambda c: (c.file, c.line))
             outcome = Outcome(failed)
             first = first_failure(outcome, chapter, known_mistake(chapter, outcome))
@@ -347,7 +351,12 @@ def cmd_mutants(args):
                     signatures[m.name] = {"label": label, "mistake": m.mistake,
                                           "failing": sorted(c.title for c in outcome.failed),
                                           "messages": {c.title: first_lines(c)
-                                                       for c in outcome.failed}}
+                                                       for c in outcome.failed},
+                                          # where each check's first assertion failed: the
+                                          # survey's blame reads what that line calls
+                                          "at": {c.title: c.failures[0].where
+                                                 for c in outcome.failed
+                                                 if c.failures and c.failures[0].where}}
                     verdict = "CAUGHT"
                     detail = (f"{len(outcome.failed)}/{len(outcome.checks)} checks fail, e.g. "
                               + re.sub(rf"^{label}:\s*", "", outcome.failed[0].name))

@@ -253,7 +253,8 @@ def your_code_lines(check, chapter):
     declared = declared_functions(check, chapter)
     if not declared:
         return []
-    function, others = declared[0], declared[1:]
+    function = failing_function(check, chapter) or declared[0]
+    others = [f for f in declared if f != function]
     where = definition(function, chapter)
     out = [say("your_code", function=function,
                where=say("your_code_where", where=where) if where else "")]

@@ -473,3 +473,23 @@ class KnownMistakes(unittest.TestCase):
         mistake = "zeroes the hidden keys' weights AFTER the softmax, so the readable weights " \
                   "no longer sum to 1"
         self.assertTrue(first_failure(outcome, CHAPTER, mistake).title.startswith("hidden keys"))
+
+
+class Blame(unittest.TestCase):
+    def test_a_check_of_two_functions_blames_the_one_its_failing_assertion_calls(self):
+        import tempfile
+        from wb.hints import asserted_calls
+        from wb.results import Check, Failure
+        with tempfile.TemporaryDirectory() as tmp:
+            source = Path(tmp) / "test_x.cpp"
+            source.write_text('TEST_CASE("cat and stack", "[cat][stack]") {\n'
+                              '    WB_CHECK_SHAPE(wb::cat(a, b, 0), S{4, 3}, "cat");\n'
+                              '    WB_CHECK_SHAPE(wb::stack(a, b, 0),\n'
+                              '                   S{2, 2, 3}, "stack");  // not cat(\n'
+                              '}\n')
+            at = {2: "cat", 3: "stack", 4: None}
+            for line, expected in at.items():
+                check = Check("chapter1: cat and stack", False,
+                              [Failure(str(source), line, "shape differs")], str(source), 1,
+                              tags=["cat", "stack"])
+                self.assertEqual(asserted_calls(check, ["cat", "stack"]), expected, line)
