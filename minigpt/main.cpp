@@ -52,7 +52,7 @@ using namespace wb::minigpt;
 struct Cli {
     TrainOptions train;
     std::size_t d_model = 128, heads = 4, layers = 4;
-    std::string positions = "learned";  // --positions: learned | rope (a new model's)
+    std::string positions = "learned";  // --positions: learned | rope | none (a new model's)
     std::string engine = "fast";        // --engine: chapters | fast
     // A new model's ablation switches (docs/experiments.md), fast engine only.
     std::string attention_scale = "sqrt";  // --attention-scale: sqrt | none
@@ -150,21 +150,39 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// The switches of --attention-scale, --norm and --final-norm (values already checked by CLI11).
+// The switches of --attention-scale, --norm, --final-norm and --positions none (values already
+// checked by CLI11).
 Variant variant_of(const Cli& c) {
     Variant v;
     v.attention_scale = c.attention_scale == "none" ? AttentionScale::none : AttentionScale::sqrt;
     v.norm = c.norm == "post" ? Norm::post : Norm::pre;
     v.final_norm = c.final_norm != "off";
+    v.no_positions = c.positions == "none";
     return v;
+}
+
+// A new model's GptConfig positions: learned has the table wpe; rope, and none (the variant's
+// no_positions, RoPE's layout with the rotation off), have none.
+wb::Positions config_positions(const Cli& c) {
+    return c.positions == "learned" ? wb::Positions::learned : wb::Positions::rope;
+}
+
+// The model's positions as --positions spells them (learned, rope or none), and the other
+// switches that differ from chapter 8's model (" --norm post"; empty if none do).
+std::string positions_label(const wb::GptConfig& config, const Variant& v) {
+    return v.no_positions ? "none" : wb::positions_name(config.positions);
+}
+std::string other_changes(Variant v) {
+    v.no_positions = false;  // said by positions_label
+    return v.is_default() ? std::string() : " " + variant_changes(v);
 }
 
 void check_usage(const Cli& c) {
     if (c.train.engine == Engine::chapters && !variant_of(c).is_default()) {
         throw UsageError(variant_changes(variant_of(c)) +
                          " runs on --engine fast: the chapters engine (your chapter 8) builds "
-                         "the Pre-LN model with scaled attention and a final LayerNorm; add "
-                         "--engine fast or leave it out");
+                         "the Pre-LN model with scaled attention, a final LayerNorm and learned "
+                         "or rope positions; add --engine fast or leave it out");
     }
     if (c.d_model % c.heads != 0) {
         throw UsageError("--heads " + std::to_string(c.heads) + " does not divide --d-model " +
@@ -173,6 +191,12 @@ void check_usage(const Cli& c) {
     if (c.positions == "rope" && (c.d_model / c.heads) % 2 != 0) {
         throw UsageError("--positions rope needs an even head width, got d-model / heads = " +
                          std::to_string(c.d_model / c.heads) + " (RoPE turns pairs of features)");
+    }
+    if (c.positions == "none" && (c.d_model / c.heads) % 2 != 0) {
+        throw UsageError("--positions none needs an even head width, got d-model / heads = " +
+                         std::to_string(c.d_model / c.heads) +
+                         " (the model is stored as RoPE's, without a position table, and "
+                         "chapter 8's checkpoint holds RoPE models of even head width only)");
     }
     if (c.train.warmup > c.train.steps) {
         throw UsageError("--warmup " + std::to_string(c.train.warmup) + " is larger than --steps " +
@@ -404,14 +428,13 @@ int run(const Cli& c) {
         if (c.train.engine == Engine::chapters && !model.variant.is_default()) {
             throw wb::ValueError(c.load + " was trained with " + variant_changes(model.variant) +
                                  ", which runs on --engine fast: chapter 9 decodes only the "
-                                 "Pre-LN model with scaled attention and a final LayerNorm; "
-                                 "expected --engine fast");
+                                 "Pre-LN model with scaled attention, a final LayerNorm and "
+                                 "learned or rope positions; expected --engine fast");
         }
         std::cout << "minigpt: loaded " << c.load << ": V=" << model.config.V
                   << " T=" << model.config.T_max << " D=" << model.config.D
                   << " H=" << model.config.H << " L=" << model.config.L << " positions "
-                  << wb::positions_name(model.config.positions)
-                  << (model.variant.is_default() ? "" : " " + variant_changes(model.variant))
+                  << positions_label(model.config, model.variant) << other_changes(model.variant)
                   << ", " << with_commas(parameter_count(model.params)) << " parameters, trained "
                   << model.step << " steps\n";
         print_sample(model, c);
@@ -430,12 +453,9 @@ int run(const Cli& c) {
     Model model;
     model.tokenizer = corpus.tokenizer;
     // The model's memory, compared with what the process may allocate before any of it is.
-    const wb::GptConfig shape{corpus.tokenizer.size(),
-                              c.train.context,
-                              c.d_model,
-                              c.heads,
-                              c.layers,
-                              c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
+    const wb::GptConfig shape{
+        corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers,
+        config_positions(c)};
     const MemoryLimit limit = memory_limit();
     if (training_memory(shape) > limit.bytes) {
         throw wb::ValueError(
@@ -447,12 +467,8 @@ int run(const Cli& c) {
             std::to_string(limit.bytes) + " bytes this process may still allocate (" +
             limit.source + "); expected a smaller --d-model, --layers or --context");
     }
-    model.config = {corpus.tokenizer.size(),
-                    c.train.context,
-                    c.d_model,
-                    c.heads,
-                    c.layers,
-                    c.positions == "rope" ? wb::Positions::rope : wb::Positions::learned};
+    model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers,
+                    config_positions(c)};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
     model.variant = variant_of(c);
     TrainOptions train_options = c.train;
@@ -463,8 +479,7 @@ int run(const Cli& c) {
               << with_commas(split.held_out.size()) << " held out\n"
               << "minigpt: model V=" << model.config.V << " T=" << model.config.T_max
               << " D=" << model.config.D << " H=" << model.config.H << " L=" << model.config.L
-              << " positions " << c.positions
-              << (model.variant.is_default() ? "" : " " + variant_changes(model.variant)) << ": "
+              << " positions " << c.positions << other_changes(model.variant) << ": "
               << with_commas(parameter_count(model.params)) << " parameters\n"
               << "minigpt: training " << c.train.steps << " steps of " << c.train.batch << " x "
               << c.train.context << " tokens; AdamW lr " << fmt("%g", c.train.lr) << " (warm-up "
@@ -593,8 +608,10 @@ int main(int argc, char** argv) {
         ->check(number_check(false, 1.0));
     app.add_flag("--greedy", c.greedy, "always take the most likely character");
     app.add_option("--positions", c.positions,
-                   "a new model's positions: learned (GPT-2's table) or rope (chapter 3's RoPE)")
-        ->check(CLI::IsMember({"learned", "rope"}));
+                   "a new model's positions: learned (GPT-2's table), rope (chapter 3's RoPE) or "
+                   "none (neither: only the causal mask tells positions apart); none needs "
+                   "--engine fast")
+        ->check(CLI::IsMember({"learned", "rope", "none"}));
     app.add_option("--attention-scale", c.attention_scale,
                    "a new model's attention scores: sqrt (times 1/sqrt(d), chapter 4) or none "
                    "(the raw dot products); none needs --engine fast")

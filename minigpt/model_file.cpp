@@ -26,11 +26,11 @@ constexpr std::size_t kVariantBytes = 4;           // version 2: the switches, a
 constexpr std::uint32_t kModelVersion = 1;         // chapter 8's model (the default Variant)
 constexpr std::uint32_t kModelVariantVersion = 2;  // any other Variant
 
-// The 4 bytes of version 2: attention scale, norm, final norm, and 0 (reserved).
+// The 4 bytes of version 2: attention scale, norm, final norm, positions.
 std::string variant_bytes(const Variant& v) {
     return {static_cast<char>(v.attention_scale == AttentionScale::none ? 1 : 0),
             static_cast<char>(v.norm == Norm::post ? 1 : 0),
-            static_cast<char>(v.final_norm ? 1 : 0), '\0'};
+            static_cast<char>(v.final_norm ? 1 : 0), static_cast<char>(v.no_positions ? 1 : 0)};
 }
 
 // The switches of version 2's 4 bytes; a FileError from fn naming the byte, its value and the
@@ -38,7 +38,7 @@ std::string variant_bytes(const Variant& v) {
 Variant variant_of(const std::string& fn, const std::string& path, const std::string& bytes) {
     const auto byte = [&](std::size_t i, const char* field, const char* expected) {
         const auto b = static_cast<unsigned char>(bytes[i]);
-        if (b > 1 || (i == 3 && b != 0)) {
+        if (b > 1) {
             throw FileError(fn + ": " + path + ": " + field + " = " + std::to_string(b) +
                             " (byte " + std::to_string(kModelHeaderBytes + i) + "), expected " +
                             expected);
@@ -51,7 +51,7 @@ Variant variant_of(const std::string& fn, const std::string& path, const std::st
                             : AttentionScale::sqrt;
     v.norm = byte(1, "norm", "0 (pre) or 1 (post)") == 1 ? Norm::post : Norm::pre;
     v.final_norm = byte(2, "final norm", "0 (off) or 1 (on)") == 1;
-    byte(3, "reserved byte", "0");
+    v.no_positions = byte(3, "positions", "0 (the checkpoint's: learned or rope) or 1 (none)") == 1;
     return v;
 }
 constexpr std::size_t kChunk = std::size_t(1) << 20;  // bytes read or copied at a time
@@ -234,6 +234,12 @@ void save_model(const std::string& path, const Model& model) {
     }
     require_valid_config(fn, model.config);
     require_gpt_shapes(fn.c_str(), "model.params", model.params, model.config);  // names the tensor
+    if (model.variant.no_positions && model.config.positions != Positions::rope) {
+        throw ValueError(fn + ": the variant has --positions none and the config positions = " +
+                         positions_name(model.config.positions) +
+                         ", expected positions = rope (a model without positions is stored as "
+                         "RoPE's, without the table wpe)");
+    }
     const std::string vocabulary = model.tokenizer.serialize();
 
     // Chapter 8 writes the checkpoint to the temporary file itself (through its own `.tmp`,
@@ -371,6 +377,14 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     Tokenizer tokenizer = vocabulary_of(fn, where, vocabulary);
     Checkpoint ckpt = copy.load(fn, path);
     require_vocabulary_size(fn, where, tokenizer, ckpt.config.V, path);
+    if (variant.no_positions && ckpt.config.positions != Positions::rope) {
+        throw FileError(fn + ": " + path + ": positions = 1 (none, byte " +
+                        std::to_string(kModelHeaderBytes + 3) +
+                        ") with a checkpoint of positions " +
+                        positions_name(ckpt.config.positions) +
+                        ", expected a checkpoint of positions rope (a model without positions "
+                        "has no table wpe)");
+    }
     Model model = from_checkpoint(std::move(ckpt), std::move(tokenizer));
     model.variant = variant;
     return model;

@@ -20,8 +20,10 @@
 ///   28  1  u8  attention scale: 0 = sqrt (1/√d), 1 = none
 ///   29  1  u8  norm: 0 = pre, 1 = post
 ///   30  1  u8  final norm: 1 = on, 0 = off
-///   31  1  u8  0 (reserved)
+///   31  1  u8  positions: 0 = the checkpoint's (learned or rope), 1 = none (no position
+///              information; the checkpoint's config says rope: no table wpe, and no rotation)
 /// ```
+/// (Byte 31 was reserved, always 0, before `--positions none`: those files read as before.)
 /// A save writes version 1 for the default variant, byte for byte as before the switches
 /// existed, so earlier programs still read those models; a load reads both versions.
 /// A save writes the file under a unique temporary name in the same folder (a TemporaryFile,
@@ -93,6 +95,7 @@ std::string vocab_path(const std::string& checkpoint_path);
 /// @throws ValueError if model.config.V differs from the vocabulary's size
 /// @throws ShapeError if the weights do not match the config (the message names the tensor,
 ///         its shape and the expected one)
+/// @throws ValueError if model.variant has no positions and model.config.positions is not rope
 /// @throws FileError naming the file: the path exists and is not a regular file (a folder, a
 ///         device, a FIFO, a symbolic link), or it cannot be written; the message says that
 ///         the previous file at the path is unchanged, which it then is
@@ -107,7 +110,8 @@ void save_model(const std::string& path, const Model& model);
 ///         the limit's source), a checksum mismatch, a malformed vocabulary or checkpoint (see
 ///         wb::load_checkpoint and Tokenizer::deserialize), a vocabulary whose size is not the
 ///         checkpoint's V, a switch of version 2 with an unknown value (the message names it,
-///         its value and the values expected), or a bare checkpoint of the older two-file form
+///         its value and the values expected), positions none with a checkpoint whose
+///         positions are not rope, or a bare checkpoint of the older two-file form
 ///         (the message gives the `minigpt convert` command that makes it one file)
 Model load_model(const std::string& path);
 

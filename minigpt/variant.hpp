@@ -3,11 +3,12 @@
 /// model that the fast engine can take out or move, one switch each.
 ///
 /// The default Variant is chapter 8's model: attention scores scaled by 1/√d, Pre-LN blocks
-/// `x + f(LN(x))`, and a final LayerNorm before the LM head. Only the fast engine (GptTrainer,
-/// GptDecoder) builds another; the chapters engine refuses one (make_step_engine). The
-/// parameters are the same tensors for every variant (a switched-off LayerNorm keeps its
-/// unused, untrained weights), so the checkpoint's format does not change: the model file
-/// records the switches (model_file.hpp).
+/// `x + f(LN(x))`, a final LayerNorm before the LM head, and the positions GptConfig names
+/// (learned or RoPE). Only the fast engine (GptTrainer, GptDecoder) builds another; the chapters
+/// engine refuses one (make_step_engine). The parameters are the same tensors for every variant
+/// (a switched-off LayerNorm keeps its unused, untrained weights; a model without positions is
+/// stored as RoPE's, which has no position table, and its rotation is off), so the checkpoint's
+/// format does not change: the model file records the switches (model_file.hpp).
 #pragma once
 
 #include <cstdint>
@@ -35,9 +36,13 @@ struct Variant {
     AttentionScale attention_scale = AttentionScale::sqrt;  ///< --attention-scale sqrt | none
     Norm norm = Norm::pre;                                  ///< --norm pre | post
     bool final_norm = true;  ///< --final-norm on | off: LayerNorm ln_f before lm_head
+    /// --positions none: no position information at all, neither the table wpe nor RoPE's
+    /// rotation. The GptConfig then says Positions::rope (no wpe rows) and the rotation is off.
+    bool no_positions = false;
     /// @return true for chapter 8's model (every switch at its default)
     bool is_default() const {
-        return attention_scale == AttentionScale::sqrt && norm == Norm::pre && final_norm;
+        return attention_scale == AttentionScale::sqrt && norm == Norm::pre && final_norm &&
+               !no_positions;
     }
 };
 
@@ -51,14 +56,16 @@ inline const char* norm_name(Norm n) { return n == Norm::post ? "post" : "pre"; 
 inline const char* final_norm_name(bool on) { return on ? "on" : "off"; }
 
 /// The switches as the program's options spell them:
-/// `--attention-scale sqrt --norm pre --final-norm on`.
+/// `--attention-scale sqrt --norm pre --final-norm on`, and ` --positions none` after them when
+/// that switch is on (otherwise the positions are the GptConfig's, learned or rope).
 inline std::string variant_str(const Variant& v) {
     return std::string("--attention-scale ") + attention_scale_name(v.attention_scale) +
-           " --norm " + norm_name(v.norm) + " --final-norm " + final_norm_name(v.final_norm);
+           " --norm " + norm_name(v.norm) + " --final-norm " + final_norm_name(v.final_norm) +
+           (v.no_positions ? " --positions none" : "");
 }
 
 /// The switches that differ from chapter 8's model, as options (`--norm post --final-norm
-/// off`); empty for the default.
+/// off --positions none`); empty for the default.
 inline std::string variant_changes(const Variant& v) {
     std::string out;
     const auto add = [&](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
@@ -67,6 +74,7 @@ inline std::string variant_changes(const Variant& v) {
     }
     if (v.norm != Norm::pre) add(std::string("--norm ") + norm_name(v.norm));
     if (!v.final_norm) add("--final-norm off");
+    if (v.no_positions) add("--positions none");
     return out;
 }
 

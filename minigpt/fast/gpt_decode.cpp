@@ -14,7 +14,8 @@
 // share and every sum has an order set by the shapes, never by the thread count.
 // With RoPE there is no wpe: a head's q and k are turned by the angles of position t (cos /
 // sin tables made once, for T_max positions) before k enters the cache and q meets the keys;
-// v is not turned.
+// v is not turned. Without positions (Variant::no_positions, RoPE's layout: no wpe) the
+// embedding is wte[id] alone and nothing is turned.
 //
 // A weight matrix [out, in] is stored as panels of 16 outputs: panel p holds, for each input
 // i in order, the 16 weights W[16p .. 16p+15][i]. A product walks its panels front to back:
@@ -318,7 +319,8 @@ struct GptDecoder::Impl {
         std::vector<Chunk> chunks;
     };
     std::vector<Layer> layers;
-    Buffer wte, wpe, lnf_g, lnf_b;  // wpe [T_max, D] with learned positions, empty with RoPE
+    Buffer wte, wpe, lnf_g, lnf_b;  // wpe [T_max, D] with learned positions, else empty
+    bool table = false;             // learned positions: x = wte[id] + wpe[pos]
     bool rope = false;              // RoPE: q and k of every head turned by their position
     RopeTables rope_tables;         // cos / sin [T_max, d/2], made once (RoPE only)
     Panels head;
@@ -357,7 +359,7 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
         float* my_x = x.data + static_cast<std::size_t>(tid) * Dp;
         float* my_ln = ln.data + static_cast<std::size_t>(tid) * Dp;
         for (std::size_t j = 0; j < D; ++j) {
-            my_x[j] = wte.data[id * D + j] + (rope ? 0.0f : wpe.data[pos * D + j]);
+            my_x[j] = wte.data[id * D + j] + (table ? wpe.data[pos * D + j] : 0.0f);
         }
         const auto [h0, h1] = share(H, tid, nth);
         const auto [c0, c1] = share(chunks, tid, nth);
@@ -465,6 +467,13 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config, const
                   : 1.0f / std::sqrt(static_cast<float>(m.d));
     const std::size_t D = m.D, F = m.F, d = m.d;
     require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
+    if (variant.no_positions && config.positions != Positions::rope) {
+        throw ValueError(std::string(kName) +
+                         ": variant --positions none with config positions = " +
+                         positions_name(config.positions) +
+                         ", expected positions = rope (a model without positions has RoPE's "
+                         "layout: no table wpe)");
+    }
     const bool rope = config.positions == Positions::rope;
     if (rope) {
         require_shape(kName, "wpe [0, D] (RoPE: no position table)", p.wpe, {0, D});
@@ -519,8 +528,9 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config, const
     std::copy(p.wte.begin(), p.wte.end(), m.wte.data);
     m.wpe = Buffer(p.wpe.size());
     std::copy(p.wpe.begin(), p.wpe.end(), m.wpe.data);
-    m.rope = rope;
-    if (rope) m.rope_tables = RopeTables(config.T_max, d);
+    m.table = !rope;
+    m.rope = rope && !variant.no_positions;  // none: RoPE's layout, nothing turned
+    if (m.rope) m.rope_tables = RopeTables(config.T_max, d);
     m.lnf_g = copy_of({&p.ln_f_g});
     m.lnf_b = copy_of({&p.ln_f_b});
     m.head = pack({whole(p.lm_head)});

@@ -18,6 +18,7 @@
 ///    chunks' partial sums, in order, into its own copy of the residual stream;
 ///  - with RoPE (GptConfig::positions), each head's q and k are turned by their position's
 ///    angles from cos / sin tables made once for T_max positions; the cache keeps turned keys;
+///    without positions (Variant::no_positions, RoPE's layout) nothing is turned;
 ///  - the ablation switches of variant.hpp as the trainer has them: scores without the 1/√d
 ///    scale, Post-LN blocks (each sublayer reads the stream, LN1 and LN2 normalise the sums),
 ///    no final LayerNorm;
@@ -59,6 +60,7 @@ class GptDecoder {
     /// decoder keeps no reference to params: later changes to them are not seen.
     /// @param variant the ablation switches the model was trained with; `{}` is chapter 8's
     /// @throws ShapeError if the config is invalid or params does not match it
+    /// @throws ValueError if variant.no_positions and config.positions is not rope
     GptDecoder(const GptParams<float>& params, const GptConfig& config,
                const Variant& variant = {});
     /// Frees the buffers.

@@ -15,6 +15,9 @@
 //  - with RoPE, q and k are turned as they are written into that layout (chapter 3's
 //    apply_rope at offset 0, from cos / sin tables made once per trainer), and dq, dk are
 //    turned back (by the opposite angle) as they are merged back into rows;
+//  - without positions (Variant::no_positions, a config of RoPE's layout: no wpe), the
+//    embedding is wte[id] alone and q, k are not turned: only the causal mask tells tokens apart
+//    by where they are;
 //  - the ablation switches (variant.hpp): without the 1/√d scale, q is multiplied by √d as it
 //    is written into the head layout (the kernel's 1/√d then cancels) and dq by √d as it is
 //    merged back; Post-LN blocks normalise the residual sums x + f(x) (LN1 after attention,
@@ -348,9 +351,13 @@ struct GptTrainer::Impl {
     bool has_forward = false;
     std::size_t valid = 0;  // targets that are not -1 in the last forward
 
-    // RoPE (positions == rope): cos and sin [T, d/2] of the angles of positions 0 .. T-1,
-    // made once (rope_tables.hpp). Empty with learned positions.
-    RopeTables rope = c.positions == Positions::rope ? RopeTables(T, d) : RopeTables();
+    // No table wpe: RoPE, or no positions at all (the config then says rope).
+    bool no_table = c.positions == Positions::rope;
+    // q and k turned by RoPE: rope positions, unless the variant has none.
+    bool turn = no_table && !var.no_positions;
+    // RoPE: cos and sin [T, d/2] of the angles of positions 0 .. T-1, made once
+    // (rope_tables.hpp). Empty with learned positions or none.
+    RopeTables rope = turn ? RopeTables(T, d) : RopeTables();
 
     std::vector<int> inputs = std::vector<int>(N, 0);    // [N] ids of the last forward
     std::vector<int> targets = std::vector<int>(N, -1);  // [N] targets, -1 = ignored
@@ -440,6 +447,13 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
                          std::to_string(static_cast<int>(variant.norm)) +
                          "), expected attention_scale sqrt or none and norm pre or post");
     }
+    if (variant.no_positions && config.positions != Positions::rope) {
+        throw ValueError(std::string(kName) +
+                         ": variant --positions none with config positions = " +
+                         positions_name(config.positions) +
+                         ", expected positions = rope (a model without positions has RoPE's "
+                         "layout: no table wpe)");
+    }
     impl_ = std::make_unique<Impl>(config, batch, seq_len, variant);
 }
 
@@ -495,8 +509,8 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     const SerialBlas serial;
 
     // Token embedding plus position embedding: row b·T + t = wte[id] + wpe[t] (learned), or
-    // wte[id] alone (RoPE: the positions enter inside attention).
-    const bool rope = c.positions == Positions::rope;
+    // wte[id] alone (RoPE: the positions enter inside attention; none: they do not enter).
+    const bool rope = m.no_table;
     float* x0 = m.resid.data();  // [N, D]
 #pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < N; ++n) {
@@ -556,7 +570,7 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
                         float* out = dst[p] + ((b * H + h) * T + t) * d;
                         const float* in = src + h * d;
                         const float* bi = bias[p] + h * d;
-                        if (rope && p < 2) {
+                        if (m.turn && p < 2) {
                             rope_turn(in, bi, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
                         } else {
                             for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
@@ -664,7 +678,7 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     require_gpt_shapes(fn, "params", params, c);
     require_gpt_shapes(fn, "grads", grads, c);
     const std::size_t B = m.B, T = m.T, N = m.N, D = c.D, F = 4 * D, H = c.H, d = m.d, V = c.V;
-    const bool rope = c.positions == Positions::rope;
+    const bool rope = m.no_table;  // no wpe: RoPE or no positions
     const SerialBlas serial;
 
     // Cross entropy: dlogits = (softmax − onehot(target)) / n_valid, 0 on ignored rows.
@@ -787,7 +801,7 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
                 for (std::size_t h = 0; h < H; ++h) {
                     const float* in = src[p] + ((b * H + h) * T + t) * d;
                     float* out = dproj + n * 3 * D + p * D + h * d;
-                    if (rope && p < 2) {
+                    if (m.turn && p < 2) {
                         rope_turn_back(in, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
                     } else {
                         for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
@@ -821,7 +835,7 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
         }
     }
 
-    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE). One id can occur in many
+    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE or no positions). One id can occur in many
     // rows, so the rows are not split: each thread owns a band of the D columns and walks every
     // row in order, the order of every sum whatever the thread count.
     float* dwte = grads.wte.data();

@@ -11,7 +11,8 @@
 /// passes, the reference otherwise. Both position kinds of GptConfig: learned (the table wpe)
 /// and RoPE (q and k of every layer turned from cos / sin tables made once per trainer, and
 /// their gradients turned back in the backward). And the ablation switches of variant.hpp:
-/// attention without the 1/√d scale, Post-LN blocks, no final LayerNorm.
+/// attention without the 1/√d scale, Post-LN blocks, no final LayerNorm, no positions (RoPE's
+/// layout with the rotation off).
 ///
 /// Threads: OMP_NUM_THREADS. The matrix products are cut into pieces that the OpenMP threads
 /// share, each piece a single-threaded sgemm (OpenBLAS is set to 1 thread during a step and
@@ -42,7 +43,8 @@ class GptTrainer {
     /// Allocates every activation buffer for batches of `batch` sequences of `seq_len` tokens.
     /// @param variant the ablation switches; `{}` is chapter 8's model
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
-    /// @throws ValueError if seq_len > config.T_max
+    /// @throws ValueError if seq_len > config.T_max, or variant.no_positions and
+    ///         config.positions is not rope
     GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,
                const Variant& variant = {});
     /// Frees the buffers.

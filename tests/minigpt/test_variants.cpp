@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "8-training/checkpoint.hpp"
 #include "8-training/model.hpp"
 #include "minigpt/explain.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
@@ -21,7 +22,8 @@
 #include "random_model.hpp"
 
 // Checks of the ablation switches (variant.hpp): attention without the 1/√d scale, Post-LN
-// blocks, no final LayerNorm, alone and together, with learned positions and RoPE.
+// blocks, no final LayerNorm, alone and together, with learned positions and RoPE; and no
+// positions at all (RoPE's layout with the rotation off), alone and with the other three.
 //
 // Chapter 8 builds only the default model, so the trainer's backward is checked against finite
 // differences of its own forward: for each parameter tensor, the derivative of the loss along
@@ -51,12 +53,18 @@ using wbtest::random_model;
 
 namespace fs = std::filesystem;
 
-// The variants checked: each switch alone, all three together, and the default.
-std::vector<Variant> variants() {
-    return {Variant{}, Variant{AttentionScale::none, Norm::pre, true},
-            Variant{AttentionScale::sqrt, Norm::post, true},
-            Variant{AttentionScale::sqrt, Norm::pre, false},
-            Variant{AttentionScale::none, Norm::post, false}};
+// The variants checked: each switch alone, all three together, and the default; with RoPE's
+// layout also no positions, alone and with the three others.
+std::vector<Variant> variants(wb::Positions positions = wb::Positions::learned) {
+    std::vector<Variant> out{Variant{}, Variant{AttentionScale::none, Norm::pre, true},
+                             Variant{AttentionScale::sqrt, Norm::post, true},
+                             Variant{AttentionScale::sqrt, Norm::pre, false},
+                             Variant{AttentionScale::none, Norm::post, false}};
+    if (positions == wb::Positions::rope) {
+        out.push_back(Variant{AttentionScale::sqrt, Norm::pre, true, true});
+        out.push_back(Variant{AttentionScale::none, Norm::post, false, true});
+    }
+    return out;
 }
 
 wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed, bool ignored) {
@@ -146,7 +154,13 @@ struct TempDir {
 wb::minigpt::Model tiny_model(const Variant& v) {
     wb::minigpt::Model m;
     m.tokenizer = wb::minigpt::Tokenizer::from_text("abcd\n");
-    m.config = {m.tokenizer.size(), 8, 8, 2, 1};
+    // No positions is stored in RoPE's layout (no wpe).
+    m.config = {m.tokenizer.size(),
+                8,
+                8,
+                2,
+                1,
+                v.no_positions ? wb::Positions::rope : wb::Positions::learned};
     m.params = random_model(m.config, 5);
     m.variant = v;
     return m;
@@ -168,7 +182,7 @@ TEST_CASE("GptTrainer's gradients equal finite differences for every ablation sw
           "[gpt_train]") {
     unsigned seed = 200;
     for (const wb::Positions positions : {wb::Positions::learned, wb::Positions::rope}) {
-        for (const Variant& v : variants()) {
+        for (const Variant& v : variants(positions)) {
             check_finite_differences(GptConfig{7, 6, 8, 2, 2, positions}, v, seed++);
         }
     }
@@ -230,7 +244,7 @@ TEST_CASE("GptDecoder generates with the trainer's model for every ablation swit
         wb::TokenIds none = wb::TokenIds::from_shape({1, c.T_max});
         std::fill(none.begin(), none.end(), -1);
         std::vector<float> default_probs;
-        for (const Variant& v : variants()) {
+        for (const Variant& v : variants(positions)) {
             INFO("config " << wb::config_str(c) << ", " << wb::minigpt::variant_str(v));
             GptTrainer trainer(c, 1, c.T_max, v);
             trainer.forward(params, tokens, none);
@@ -247,6 +261,7 @@ TEST_CASE("GptDecoder generates with the trainer's model for every ablation swit
             }
             GptDecoder decoder(params, c, v);
             CHECK(decoder.variant().norm == v.norm);
+            CHECK(decoder.variant().no_positions == v.no_positions);
             const std::vector<std::int64_t> ids(tokens.begin(), tokens.end());
             for (const std::size_t n : {std::size_t{1}, std::size_t{5}, c.T_max - 3}) {
                 const float* logits = decoder.prefill({ids.begin(), ids.begin() + long(n)});
@@ -294,10 +309,11 @@ TEST_CASE(
         const char* field;
         const char* expected;
     };
-    for (const Bad& bad : {Bad{28, 7, "attention scale = 7", "0 (sqrt) or 1 (none)"},
-                           Bad{29, 2, "norm = 2", "0 (pre) or 1 (post)"},
-                           Bad{30, 9, "final norm = 9", "0 (off) or 1 (on)"},
-                           Bad{31, 1, "reserved byte = 1", "expected 0"}}) {
+    for (const Bad& bad :
+         {Bad{28, 7, "attention scale = 7", "0 (sqrt) or 1 (none)"},
+          Bad{29, 2, "norm = 2", "0 (pre) or 1 (post)"},
+          Bad{30, 9, "final norm = 9", "0 (off) or 1 (on)"},
+          Bad{31, 2, "positions = 2", "0 (the checkpoint's: learned or rope) or 1 (none)"}}) {
         std::string data = b;
         data[bad.at] = bad.value;
         const std::string broken = (dir.path / "broken.model").string();
@@ -306,6 +322,41 @@ TEST_CASE(
                         "a switch's unknown value names the field, the value and what is expected",
                         "wb::minigpt::load_model", bad.field, bad.expected);
     }
+    // No positions: byte 31 is 1 and the checkpoint has RoPE's layout (no wpe); it comes back.
+    const std::string none_path = (dir.path / "none.model").string();
+    wb::minigpt::save_model(none_path,
+                            tiny_model(Variant{AttentionScale::sqrt, Norm::pre, true, true}));
+    const std::string c = read_all(none_path);
+    CHECK(c[8] == 2);
+    CHECK(c.substr(28, 4) == std::string("\x00\x00\x01\x01", 4));
+    const wb::minigpt::Model none_back = wb::minigpt::load_model(none_path);
+    CHECK(none_back.variant.no_positions);
+    CHECK(none_back.variant.final_norm);
+    CHECK(none_back.config.positions == wb::Positions::rope);
+    CHECK(none_back.params.wpe.size() == 0);
+    // Byte 31 set to 1 on a model with learned positions (checksum made right): the table wpe
+    // contradicts "none", and the load says so.
+    std::string learned_none = b;
+    learned_none[31] = 1;
+    const std::size_t body = learned_none.size() - 8;
+    const std::uint64_t h =
+        wb::fnv1a64(reinterpret_cast<const unsigned char*>(learned_none.data()), body);
+    for (int i = 0; i < 8; ++i) learned_none[body + i] = static_cast<char>(h >> (8 * i));
+    const std::string contradictory = (dir.path / "learned_none.model").string();
+    write_all(contradictory, learned_none);
+    WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(contradictory),
+                    "positions none with a checkpoint of learned positions",
+                    "wb::minigpt::load_model", "positions = 1", "learned",
+                    "expected a checkpoint of positions rope");
+    // And a save of that contradiction is refused before anything is written.
+    wb::minigpt::Model learned = tiny_model(Variant{});
+    learned.variant.no_positions = true;
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::minigpt::save_model((dir.path / "never.model").string(), learned),
+                    "no positions needs RoPE's layout", "wb::minigpt::save_model",
+                    "--positions none", "positions = learned", "expected positions = rope");
+    CHECK(!fs::exists(dir.path / "never.model"));
+
     std::string truncated = b.substr(0, 30);
     write_all((dir.path / "short.model").string(), truncated);
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model((dir.path / "short.model").string()),
@@ -333,4 +384,78 @@ TEST_CASE(
     WB_CHECK_THROWS(wb::ValueError, wb::minigpt::explain(m, "ab"),
                     "explain reads chapter 8's forward", "wb::minigpt::explain",
                     "--attention-scale none --final-norm off");
+
+    // No positions, the same way.
+    const Variant none{AttentionScale::sqrt, Norm::pre, true, true};
+    const GptConfig rope{5, 8, 8, 2, 1, wb::Positions::rope};
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::minigpt::make_step_engine(wb::minigpt::Engine::chapters, rope, 1, 4, none),
+                    "the chapters engine trains only chapter 8's model",
+                    "wb::minigpt::make_step_engine", "--positions none", "--engine fast");
+    CHECK(wb::minigpt::make_step_engine(wb::minigpt::Engine::fast, rope, 1, 4, none) != nullptr);
+    const wb::minigpt::Model n = tiny_model(none);
+    WB_CHECK_THROWS(wb::ValueError,
+                    wb::minigpt::generate_text(n, "ab", 3, wb::SamplingOptions{}, 1, true),
+                    "chapter 9 decodes only chapter 8's model", "wb::minigpt::generate_text",
+                    "--positions none", "--engine fast");
+    CHECK(wb::minigpt::generate_text_fast(n, "ab", 3, wb::SamplingOptions{}, 1, true).size() == 5);
+    WB_CHECK_THROWS(wb::ValueError, wb::minigpt::explain(n, "ab"),
+                    "explain reads chapter 8's forward", "wb::minigpt::explain",
+                    "--positions none");
+}
+
+TEST_CASE("Without positions, a one-block model cannot tell the order of the earlier tokens",
+          "[minigpt]") {
+    // With one block and no positions, the last token's output reads the earlier tokens as a
+    // set (attention sums over keys, each key sees only its own token): swapping two earlier
+    // tokens changes nothing, while RoPE's rotation makes it change. Checked on the trainer and
+    // on the decoder.
+    const GptConfig c{13, 10, 16, 2, 1, wb::Positions::rope};
+    const GptParams<float> params = random_model(c, 61);
+    wb::TokenIds a = random_ids(1, c.T_max, c.V, 62, false);
+    a(0, 2) = 3;
+    a(0, 6) = 9;
+    wb::TokenIds b = a;
+    std::swap(b(0, 2), b(0, 6));
+    wb::TokenIds ignore = wb::TokenIds::from_shape({1, c.T_max});
+    std::fill(ignore.begin(), ignore.end(), -1);
+    const std::size_t last = c.T_max - 1;
+    for (const bool no_positions : {true, false}) {
+        const Variant v{AttentionScale::sqrt, Norm::pre, true, no_positions};
+        INFO(wb::minigpt::variant_str(v));
+        GptTrainer trainer(c, 1, c.T_max, v);
+        trainer.forward(params, a, ignore);
+        const std::vector<float> pa(trainer.probabilities() + last * c.V,
+                                    trainer.probabilities() + (last + 1) * c.V);
+        trainer.forward(params, b, ignore);
+        const float* pb = trainer.probabilities() + last * c.V;
+        GptDecoder decoder(params, c, v);
+        const std::vector<double> da = softmax(decoder.prefill({a.begin(), a.end()}), c.V);
+        const std::vector<double> db = softmax(decoder.prefill({b.begin(), b.end()}), c.V);
+        double trainer_change = 0, decoder_change = 0;
+        for (std::size_t k = 0; k < c.V; ++k) {
+            trainer_change = std::max(trainer_change, std::fabs(double(pa[k]) - pb[k]));
+            decoder_change = std::max(decoder_change, std::fabs(da[k] - db[k]));
+        }
+        INFO("largest change of a probability: trainer " << trainer_change << ", decoder "
+                                                         << decoder_change);
+        if (no_positions) {
+            CHECK(trainer_change <= 1e-5);
+            CHECK(decoder_change <= 1e-5);
+        } else {
+            CHECK(trainer_change > 1e-3);
+            CHECK(decoder_change > 1e-3);
+        }
+    }
+}
+
+TEST_CASE("The fast engine refuses no positions with a table of learned positions", "[minigpt]") {
+    const Variant none{AttentionScale::sqrt, Norm::pre, true, true};
+    const GptConfig learned{5, 8, 8, 2, 1, wb::Positions::learned};
+    WB_CHECK_THROWS(wb::ValueError, GptTrainer(learned, 1, 4, none),
+                    "no positions has RoPE's layout", "wb::minigpt::GptTrainer", "--positions none",
+                    "positions = learned", "expected positions = rope");
+    WB_CHECK_THROWS(wb::ValueError, GptDecoder(random_model(learned, 3), learned, none),
+                    "no positions has RoPE's layout", "wb::minigpt::GptDecoder", "--positions none",
+                    "positions = learned", "expected positions = rope");
 }
