@@ -481,11 +481,17 @@ def cmd_guides(args):
     (README.zh.md) of the same structure."""
     problems = 0
     # The chapter guides, the mini-GPT program's guide and the top-level README.
+    # The chapter guides, the mini-GPT program's guide, the top-level README, and the pages of
+    # docs/ that have a Chinese edition (the experiments, the measurements, the main page).
     guides = sorted((ROOT / "chapters").glob("*/README.md")) + [
-        MINIGPT_DIR / "README.md", ROOT / "README.md"]
+        MINIGPT_DIR / "README.md", ROOT / "README.md"] + sorted(
+        p for p in (ROOT / "docs").glob("*.md") if p.with_suffix(".zh.md").exists()
+        and not p.name.endswith(".zh.md"))
     for english in guides:
-        chinese = english.with_name("README.zh.md")
-        name = "README" if english.parent == ROOT else english.parent.name
+        chinese = english.with_name("README.zh.md") if english.name == "README.md" else \
+            english.with_suffix(".zh.md")
+        name = ("README" if english.parent == ROOT else english.parent.name) \
+            if english.name == "README.md" else f"docs/{english.stem}"
         if not chinese.exists():
             print(f"{name:<14} no README.zh.md yet")
             problems += args.require_all
@@ -526,7 +532,8 @@ def cmd_guides(args):
     texts = [(str(p.relative_to(ROOT)), "\n".join(
         t for rungs in load_ladders(p.name.split(".")[0], "zh").values() for t in rungs.values()))
         for p in sorted((ROOT / "hints").glob("*.zh.json"))]
-    paired = {g.with_name("README.zh.md") for g in guides}
+    paired = {g.with_name("README.zh.md") if g.name == "README.md" else g.with_suffix(".zh.md")
+              for g in guides}
     pages = [p for top in ROOT.iterdir() if top.is_dir() and top.name not in ("build", "prebuilt")
              and not top.name.startswith(".") for p in top.rglob("*.zh.md")]
     texts += [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(pages) if p not in paired]
