@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "minigpt/curves.hpp"
 #include "minigpt/data.hpp"
 #include "minigpt/explain.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
@@ -72,6 +73,8 @@ struct Cli {
     std::string command = "minigpt";  // how the user runs the program, for the lines it prints
     std::string explain_load, explain_prompt, explain_html = "explain.html";  // `explain`
     std::string convert_checkpoint, convert_vocab, convert_out;               // `convert`
+    std::vector<std::string> curves_logs;                                     // `curves`
+    std::string curves_out, curves_title = "held-out loss";
 };
 
 // Which code each chapter came from, as CMake compiled it: "chapter1=reference,...,
@@ -647,6 +650,13 @@ int main(int argc, char** argv) {
     convert_app->add_option("--vocab", c.convert_vocab, "its vocabulary (usually m.ckpt.vocab)")
         ->required();
     convert_app->add_option("--out", c.convert_out, "the model file to write")->required();
+    CLI::App* curves_app = app.add_subcommand(
+        "curves",
+        "draws the held-out loss of several training runs in one SVG, one line per run "
+        "(each run's loss log, m.loss.csv, written beside its --out)");
+    curves_app->add_option("logs", c.curves_logs, "the runs' loss logs (*.loss.csv)")->required();
+    curves_app->add_option("--out", c.curves_out, "the SVG to write")->required();
+    curves_app->add_option("--title", c.curves_title, "the chart's title");
     if (const char* command = std::getenv("WB_MINIGPT_COMMAND")) {
         c.command = command;  // tools/run-minigpt
     } else if (argc > 0) {
@@ -655,10 +665,12 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-        if (explain_app->parsed() || convert_app->parsed()) {
+        if (explain_app->parsed() || convert_app->parsed() || curves_app->parsed()) {
             // The training and generation options belong to the command without a
-            // subcommand: given before `explain` or `convert`, they would be ignored.
-            const std::string sub = explain_app->parsed() ? "explain" : "convert";
+            // subcommand: given before `explain`, `convert` or `curves`, they would be ignored.
+            const std::string sub = explain_app->parsed()   ? "explain"
+                                    : convert_app->parsed() ? "convert"
+                                                            : "curves";
             for (const CLI::Option* option : app.get_options()) {
                 if (option->get_name() == "--help" || option->count() == 0) continue;
                 throw UsageError(option->get_name() + " has no effect with " + sub +
@@ -678,6 +690,25 @@ int main(int argc, char** argv) {
                 {{"the model", "--load", c.explain_load}});
             try {
                 return run_explain(c);
+            } catch (const std::exception& e) {
+                std::cout << std::flush;
+                std::cerr << "minigpt: error: " << e.what() << '\n';
+                return 1;
+            }
+        }
+        if (curves_app->parsed()) {
+            std::vector<Input> logs;
+            for (const std::string& log : c.curves_logs)
+                logs.push_back({"a loss log", "curves", log});
+            check_outputs({{c.curves_out, "--out"}}, logs);
+            try {
+                std::vector<LossCurve> curves;
+                for (const std::string& log : c.curves_logs) curves.push_back(read_loss_curve(log));
+                write_file_atomic("wb::minigpt::loss_curves_svg", c.curves_out,
+                                  loss_curves_svg(curves, c.curves_title));
+                std::cout << "minigpt: " << curves.size() << " runs' held-out loss in "
+                          << c.curves_out << '\n';
+                return 0;
             } catch (const std::exception& e) {
                 std::cout << std::flush;
                 std::cerr << "minigpt: error: " << e.what() << '\n';
