@@ -46,9 +46,8 @@ void in_pieces(std::size_t total, F&& f) {
 }
 
 void send_from_root(float* data, std::size_t n, MPI_Comm comm) {
-    in_pieces(n, [&](std::size_t at, int count) {
-        MPI_Bcast(data + at, count, MPI_FLOAT, 0, comm);
-    });
+    in_pieces(n,
+              [&](std::size_t at, int count) { MPI_Bcast(data + at, count, MPI_FLOAT, 0, comm); });
 }
 
 // data = the sum of every rank's data, through a copy of it as the send buffer.
