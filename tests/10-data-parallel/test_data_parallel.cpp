@@ -127,6 +127,20 @@ TEST_CASE("unflatten_params refuses a buffer of the wrong size and writes nothin
     CHECK(out.lm_head(0, 0) == 0.0f);
 }
 
+TEST_CASE("unflatten_params refuses a buffer one element too long and writes nothing",
+          "[c:unflatten_params.size]") {
+    wb::GptParams<float> out = wb::zeros_like(wb::init_gpt<float>(dp_config(), kDpSeed));
+    std::size_t P = 0;
+    for (const auto& t : wb::parameters(out)) P += t.size;
+    wb::Vec<float> flat = wb::Vec<float>::from_shape({P + 1});
+    flat.fill(1.0f);
+    WB_CHECK_THROWS(wb::ShapeError, wb::unflatten_params(flat, out),
+                    "one element too many: the size must be exactly P", "wb::unflatten_params",
+                    std::to_string(P + 1), std::to_string(P));
+    CHECK(out.wte(0, 0) == 0.0f);
+    CHECK(out.lm_head(0, 0) == 0.0f);
+}
+
 TEST_CASE("the functions that talk to other ranks refuse MPI_COMM_NULL before any MPI call",
           "[c:broadcast_parameters.null-comm][c:allreduce_mean_per_tensor.null-comm]"
           "[c:allreduce_mean_flat.null-comm][c:tree_sum.bad-args][c:start_allreduce_mean.null-comm]"

@@ -147,6 +147,47 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "the three means on communicators of 2 of 4 ranks are the means of those 2 ranks, "
+    "not of MPI_COMM_WORLD",
+    "[c:allreduce_mean_per_tensor.mean][c:allreduce_mean_flat.mean]"
+    "[c:finish_allreduce_mean.mean]") {
+    const auto ranks = ranks_of("mean-split", 4);
+    const char* which[] = {"allreduce_mean_per_tensor", "allreduce_mean_flat",
+                           "start_allreduce_mean then finish_allreduce_mean"};
+    for (int r = 0; r < 4; ++r) {
+        const int first = 2 * (r / 2);  // ranks 0, 1 and 2, 3 share a communicator
+        REQUIRE(ranks[r].size() % 3 == 0);
+        const std::size_t n = ranks[r].size() / 3;
+        std::vector<float> expected(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            expected[i] = (dp_grad_value(i, first) + dp_grad_value(i, first + 1)) / 2.0f;
+        }
+        for (int k = 0; k < 3; ++k) {
+            const std::vector<float> got(ranks[r].begin() + k * n, ranks[r].begin() + (k + 1) * n);
+            require_same_bits(got, expected,
+                              std::string(which[k]) + " on rank " + std::to_string(r) +
+                                  ": the mean of ranks " + std::to_string(first) + " and " +
+                                  std::to_string(first + 1) +
+                                  ", the communicator given (not MPI_COMM_WORLD)");
+        }
+    }
+}
+
+TEST_CASE("start_allreduce_mean starts one reduction per tensor, lm_head first, wte last",
+          "[c:start_allreduce_mean.nonblocking]") {
+    const auto ranks = ranks_of("start-order", 2);
+    const std::size_t count = wb::parameters(wb::init_gpt<float>(dp_config(), kDpSeed)).size();
+    std::vector<float> expected;
+    for (std::size_t k = count; k > 0; --k) expected.push_back(static_cast<float>(k - 1));
+    for (int r = 0; r < 2; ++r) {
+        require_same_bits(ranks[r], expected,
+                          "rank " + std::to_string(r) +
+                              ": the index in parameters() of the tensor each MPI_Iallreduce "
+                              "reduces, in the order started (the reverse of parameters())");
+    }
+}
+
+TEST_CASE(
     "allreduce_mean_flat of 2 and 4 ranks' shard gradients is chapter 8's gradient "
     "within 1e-5",
     "[c:allreduce_mean_flat.mean]") {
@@ -180,6 +221,31 @@ TEST_CASE("data_parallel_gradients on 1, 2 and 4 ranks: the same bits, the fixed
                                   ": the gradients then the loss, of 6 one-sequence micro-"
                                   "batches added in the tree of tree_schedule(6), divided by 6");
         }
+    }
+}
+
+TEST_CASE("data_parallel_gradients overwrites grads that already hold values",
+          "[c:data_parallel_gradients.mean]") {
+    const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
+    const std::vector<float> expected = tree_gradient(p, dp_batch(kDpBatch, 0));
+    const auto ranks = ranks_of("grads-reused", 2);
+    for (int r = 0; r < 2; ++r) {
+        require_same_bits(ranks[r], expected,
+                          "rank " + std::to_string(r) +
+                              ": grads held another model's values, shaped like params; they "
+                              "are replaced by the mean gradient, not added to");
+    }
+}
+
+TEST_CASE("data_parallel_gradients accepts B equal to the number of ranks, one row each",
+          "[c:data_parallel_gradients.bad-args][c:data_parallel_gradients.mean]") {
+    const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
+    const std::vector<float> expected = tree_gradient(p, dp_batch(2, 0));
+    const auto ranks = ranks_of("grads-one-each", 2);
+    for (int r = 0; r < 2; ++r) {
+        require_same_bits(ranks[r], expected,
+                          "rank " + std::to_string(r) +
+                              " of 2, B = 2: only B < W is refused; each rank takes one row");
     }
 }
 

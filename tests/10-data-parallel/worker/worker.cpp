@@ -21,9 +21,29 @@
 // detect_leaks overrides it, so the presets' ASAN_OPTIONS leave detect_leaks at its default.
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
+// The buffers of the MPI_Iallreduce calls, in the order they were made: this program's own
+// MPI_Iallreduce (MPI's profiling interface) notes each call, then hands it to PMPI_Iallreduce.
+std::vector<const void*> g_iallreduce_buffers;
+
+extern "C" int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+    g_iallreduce_buffers.push_back(recvbuf);
+    return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
 namespace {
 
 using namespace wbtest;
+
+// Rank `rank`'s gradients in the checks of the mean: element i is dp_grad_value(i, rank).
+wb::GptParams<float> rank_gradients(int rank) {
+    wb::GptParams<float> g = wb::zeros_like(wb::init_gpt<float>(dp_config(), kDpSeed));
+    std::size_t i = 0;
+    for (auto& t : wb::parameters(g)) {
+        for (std::size_t j = 0; j < t.size; ++j) t.data[j] = dp_grad_value(i++, rank);
+    }
+    return g;
+}
 
 void write(const std::string& path, const std::vector<float>& values) {
     std::ofstream out(path, std::ios::binary);
@@ -59,11 +79,7 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         return flat_of(p);
     }
     if (scenario == "mean-tensor" || scenario == "mean-flat" || scenario == "mean-nonblocking") {
-        wb::GptParams<float> g = wb::zeros_like(wb::init_gpt<float>(c, kDpSeed));
-        std::size_t i = 0;
-        for (auto& t : wb::parameters(g)) {
-            for (std::size_t j = 0; j < t.size; ++j) t.data[j] = dp_grad_value(i++, rank);
-        }
+        wb::GptParams<float> g = rank_gradients(rank);
         if (scenario == "mean-tensor") {
             wb::allreduce_mean_per_tensor(g, comm);
         } else if (scenario == "mean-nonblocking") {
@@ -82,16 +98,55 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
         }
         return flat_of(g);
     }
+    if (scenario == "mean-split") {
+        // Two communicators of 2 ranks (0, 1 and 2, 3): each mean is of the 2 ranks of the
+        // communicator given, not of every rank of MPI_COMM_WORLD. The three means end to end.
+        MPI_Comm half = MPI_COMM_NULL;
+        MPI_Comm_split(comm, rank / 2, rank, &half);
+        wb::GptParams<float> a = rank_gradients(rank), b = rank_gradients(rank),
+                             d = rank_gradients(rank);
+        wb::allreduce_mean_per_tensor(a, half);
+        wb::allreduce_mean_flat(b, half);
+        wb::PendingMean pending = wb::start_allreduce_mean(d, half);
+        wb::finish_allreduce_mean(pending);
+        MPI_Comm_free(&half);
+        std::vector<float> out = flat_of(a), more = flat_of(b), last = flat_of(d);
+        out.insert(out.end(), more.begin(), more.end());
+        out.insert(out.end(), last.begin(), last.end());
+        return out;
+    }
+    if (scenario == "start-order") {
+        // Which tensor of parameters() each MPI_Iallreduce of start_allreduce_mean reduces.
+        wb::GptParams<float> g = rank_gradients(rank);
+        const auto refs = wb::parameters(g);
+        g_iallreduce_buffers.clear();
+        wb::PendingMean pending = wb::start_allreduce_mean(g, comm);
+        const std::vector<const void*> seen = g_iallreduce_buffers;
+        wb::finish_allreduce_mean(pending);
+        std::vector<float> out;
+        for (const void* buffer : seen) {
+            float index = -1.0f;
+            for (std::size_t k = 0; k < refs.size(); ++k) {
+                if (refs[k].data == buffer) index = static_cast<float>(k);
+            }
+            out.push_back(index);
+        }
+        return out;
+    }
     if (scenario == "allreduce-real") {
         const wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
         wb::GptParams<float> g = shard_gradients(p, rank, W);
         wb::allreduce_mean_flat(g, comm);
         return flat_of(g);
     }
-    if (scenario == "grads") {
+    if (scenario == "grads" || scenario == "grads-reused" || scenario == "grads-one-each") {
+        // grads-reused: grads already holds another model, shaped like params, to overwrite.
+        // grads-one-each: B = W, one sequence per rank.
         const wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
         wb::GptParams<float> g;
-        const float loss = wb::data_parallel_gradients(p, c, dp_batch(kDpBatch, 0), g, comm);
+        if (scenario == "grads-reused") g = wb::init_gpt<float>(c, kDpSeed + 1);
+        const std::size_t B = scenario == "grads-one-each" ? static_cast<std::size_t>(W) : kDpBatch;
+        const float loss = wb::data_parallel_gradients(p, c, dp_batch(B, 0), g, comm);
         std::vector<float> out = flat_of(g);
         out.push_back(loss);
         return out;
