@@ -58,6 +58,8 @@ class GptDecoder {
   public:
     /// Packs the weights of `params` and allocates the cache for `config.T_max` positions. The
     /// decoder keeps no reference to params: later changes to them are not seen.
+    /// @param params the model's weights, shaped as `config` says
+    /// @param config the model's shape
     /// @param variant the ablation switches the model was trained with; `{}` is chapter 8's
     /// @throws ShapeError if the config is invalid or params does not match it
     /// @throws ValueError if variant.no_positions and config.positions is not rope

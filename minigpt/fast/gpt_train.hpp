@@ -41,6 +41,9 @@ namespace wb::minigpt {
 class GptTrainer {
   public:
     /// Allocates every activation buffer for batches of `batch` sequences of `seq_len` tokens.
+    /// @param config the model's shape
+    /// @param batch B, the sequences of a batch
+    /// @param seq_len T, the tokens of each sequence, at most config.T_max
     /// @param variant the ablation switches; `{}` is chapter 8's model
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
     /// @throws ValueError if seq_len > config.T_max, or variant.no_positions and
