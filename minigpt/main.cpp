@@ -411,6 +411,7 @@ struct Parallel {
     std::string where;                                     // every rank's host and pid
 };
 
+#ifdef WB_MINIGPT_MPI
 // Options that the data-parallel mode cannot honour on every rank alike: refused up front,
 // on every rank (each finds the same), before any training.
 void check_data_parallel(const Cli& c, int ranks) {
@@ -430,6 +431,7 @@ void check_data_parallel(const Cli& c, int ranks) {
                          " ranks: each rank takes at least one sequence of the batch");
     }
 }
+#endif  // WB_MINIGPT_MPI
 
 int run(const Cli& c, const Parallel& p) {
     set_threads(c.train.threads);
