@@ -1,6 +1,7 @@
 // The helper of mpi_run.hpp (compiled into the chapter's check program).
 #include "mpi_run.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +51,28 @@ std::string read_all(const std::string& path) {
     return text.str();
 }
 
+// The program's output as a report can hold it: a progress bar's terminal controls (mpirun
+// gives the ranks a terminal) left out, so the XML of the checks stays well formed.
+std::string printable(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == 0x1B) {  // ESC [ ... letter
+            if (i + 1 < text.size() && text[i + 1] == '[') {
+                i += 2;
+                while (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+            }
+            continue;
+        }
+        if (c == '\r') {
+            out += '\n';
+        } else if (c >= 0x20 || c == '\n' || c == '\t') {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 fs::path fresh_dir() {
     static int counter = 0;
     const fs::path dir =
@@ -71,7 +94,7 @@ MpiProgram run_mpi_program(const std::string& program, const std::string& args, 
     const int code = exit_status(cmd);
     MpiProgram run;
     run.ok = code == 0;
-    run.report = failure(code, seconds) + "$ " + cmd + "\n" + read_all(log);
+    run.report = failure(code, seconds) + "$ " + cmd + "\n" + printable(read_all(log));
     std::error_code ignored;
     fs::remove_all(dir, ignored);
     return run;
