@@ -22,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -36,6 +38,10 @@
 #include "minigpt/model_file.hpp"
 #include "minigpt/progress.hpp"
 #include "minigpt/train.hpp"
+
+#ifdef WB_MINIGPT_MPI  // the build has MPI and chapter 10 (minigpt/CMakeLists.txt)
+#include "minigpt/parallel/data_parallel_run.hpp"
+#endif
 
 #if __has_include("workbook/svg.hpp")
 #include "workbook/svg.hpp"
@@ -71,6 +77,7 @@ struct Cli {
     wb::SamplingOptions sampling{0.8f, 0, 1.0f};
     bool greedy = false;
     std::string command = "minigpt";  // how the user runs the program, for the lines it prints
+    bool data_parallel = false;       // --data-parallel, or mpirun with more than one rank
     std::string explain_load, explain_prompt, explain_html = "explain.html";  // `explain`
     std::string convert_checkpoint, convert_vocab, convert_out;               // `convert`
     std::vector<std::string> curves_logs;                                     // `curves`
@@ -422,9 +429,46 @@ void print_sample(const Model& model, const Cli& c) {
               << ")\n";
 }
 
-int run(const Cli& c) {
+// What run() needs of the data-parallel mode (minigpt/parallel/): nothing on one process.
+struct Parallel {
+    DataParallel* step = nullptr;                          // set: train on every rank
+    bool leads = true;                                     // rank 0, or the only process
+    std::function<void(wb::GptParams<float>&)> broadcast;  // rank 0's weights everywhere
+    int ranks = 1;                                         // N
+    std::string where;                                     // every rank's host and pid
+};
+
+#ifdef WB_MINIGPT_MPI
+// Options that the data-parallel mode cannot honour on every rank alike: refused up front,
+// on every rank (each finds the same), before any training.
+void check_data_parallel(const Cli& c, int ranks) {
+    if (c.train.engine != Engine::chapters) {
+        throw UsageError(
+            "data-parallel training runs your chapter 10 on chapter 8's model: add --engine "
+            "chapters (--engine fast trains on one process)");
+    }
+    if (!c.load.empty()) {
+        throw UsageError(
+            "--load only generates, on one process: run it without mpirun and "
+            "without --data-parallel");
+    }
+    if (c.train.batch < static_cast<std::size_t>(ranks)) {
+        throw UsageError("--batch " + std::to_string(c.train.batch) + " is smaller than the " +
+                         std::to_string(ranks) +
+                         " ranks: each rank takes at least one sequence of the batch");
+    }
+}
+#endif  // WB_MINIGPT_MPI
+
+int run(const Cli& c, const Parallel& p) {
     set_threads(c.train.threads);
     print_code(c.train.engine);
+    if (p.step != nullptr) {
+        std::cout << "minigpt: data-parallel on " << p.ranks << (p.ranks == 1 ? " rank" : " ranks")
+                  << " (" << p.where
+                  << "): chapter 10's data_parallel_gradients, the same bits for any number "
+                     "of ranks; rank 0 evaluates, prints and saves\n";
+    }
     if (!c.load.empty()) {
         const Model model = load_model(c.load);
         check_prompt(model.tokenizer, c.prompt);  // a bad prompt fails before any output
@@ -473,9 +517,11 @@ int run(const Cli& c) {
     model.config = {corpus.tokenizer.size(), c.train.context, c.d_model, c.heads, c.layers,
                     config_positions(c)};
     model.params = wb::init_gpt<float>(model.config, c.model_seed);
+    if (p.broadcast) p.broadcast(model.params);  // every rank starts from rank 0's weights
     model.variant = variant_of(c);
     TrainOptions train_options = c.train;
     train_options.variant = model.variant;
+    train_options.data_parallel = p.step;
 
     std::cout << "minigpt: corpus " << c.corpus << ": " << token_summary(corpus) << "; "
               << with_commas(split.train.size()) << " to train on, "
@@ -502,6 +548,7 @@ int run(const Cli& c) {
                                      train_options, [&](const StepLog& e) { progress(e); });
     progress.finish();
     model.step = static_cast<std::int64_t>(result.steps_done);
+    if (!p.leads) return 0;  // rank 0 holds the same weights, and saves them
 
     std::cout << "minigpt: held-out loss " << fmt("%.4f", result.first_eval_loss) << " -> "
               << fmt("%.4f", result.final_eval_loss) << " in " << result.steps_done << " steps ("
@@ -631,6 +678,12 @@ int main(int argc, char** argv) {
                    "chapters: train and generate with your chapters 8 and 9 (chapters 1-7 "
                    "inside); fast: the given fast trainer and decoder")
         ->check(CLI::IsMember({"chapters", "fast"}));
+#ifdef WB_MINIGPT_MPI
+    app.add_flag("--data-parallel", c.data_parallel,
+                 "train with your chapter 10 on the ranks of mpirun (--engine chapters); "
+                 "implied by mpirun -np N with N > 1, given alone it runs the same bits on one "
+                 "process");
+#endif
     CLI::App* explain_app = app.add_subcommand(
         "explain",
         "writes an HTML page of a saved model's attention weights and next-token "
@@ -771,10 +824,46 @@ int main(int argc, char** argv) {
         std::cerr << "minigpt: error: " << e.what() << " (see minigpt --help)\n";
         return 2;
     }
+    Parallel p;
+#ifdef WB_MINIGPT_MPI
+    // MPI starts only when asked for: mpirun, or --data-parallel (on one process, the
+    // reference run of the same bits).
+    std::unique_ptr<parallel::World> world;
+    std::unique_ptr<DataParallel> step;
+    if (c.data_parallel || parallel::launched_by_mpirun()) {
+        world = std::make_unique<parallel::World>(&argc, &argv);
+        p.ranks = world->size();
+        if (p.ranks > 1) c.data_parallel = true;
+    }
+    if (c.data_parallel) {
+        try {
+            check_data_parallel(c, p.ranks);
+        } catch (const UsageError& e) {
+            if (world->rank() == 0) {
+                std::cerr << "minigpt: error: " << e.what() << " (see minigpt --help)\n";
+            }
+            return 2;
+        }
+        p.where = world->describe();
+        step = parallel::make_data_parallel(*world);
+        p.step = step.get();
+        p.leads = world->rank() == 0;
+        p.broadcast = [](wb::GptParams<float>& params) { parallel::broadcast(params); };
+        if (!p.leads) std::cout.setstate(std::ios::failbit);  // rank 0 prints
+    }
+#endif
     try {
-        return run(c);
+        return run(c, p);
     } catch (const std::exception& e) {
         std::cout << std::flush;
+#ifdef WB_MINIGPT_MPI
+        if (world && world->size() > 1) {
+            // The other ranks may be waiting for this one in a collective call: end them all.
+            std::cerr << "minigpt: error on rank " << world->rank() << " of " << world->size()
+                      << ": " << e.what() << '\n';
+            world->abort(1);
+        }
+#endif
         std::cerr << "minigpt: error: " << e.what() << '\n';
         return 1;
     }

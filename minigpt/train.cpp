@@ -252,11 +252,19 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
     const auto t0 = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
+    DataParallel* const parallel = o.data_parallel;
+    if (parallel != nullptr && o.engine != Engine::chapters) {
+        throw ValueError(std::string("wb::minigpt::train: data-parallel training with engine ") +
+                         engine_name(o.engine) +
+                         ", expected engine chapters (chapter 10 runs chapter 8's model)");
+    }
+    // Only the leading process evaluates: the others hold the same parameters.
+    const bool evaluates = parallel == nullptr || parallel->leads();
     const std::unique_ptr<StepEngine> engine =
         make_step_engine(o.engine, config, o.batch, o.context, o.variant);
     BatchLoader loader(train_tokens, o.batch, o.context, o.seed);
     (void)BatchLoader(held_out, o.batch, o.context, kEvalSeed);  // fail now, not after training
-    GptParams<float> grads = zeros_like(params);
+    GptParams<float> grads = parallel != nullptr ? GptParams<float>{} : zeros_like(params);
     AdamWState<float> state;
     AdamWConfig adamw;
     adamw.weight_decay = o.weight_decay;
@@ -266,19 +274,31 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
     double train_s = 0;  // time in training steps only, for tokens/s
     for (std::size_t s = 0; s < o.steps; ++s) {
         const auto ts = Clock::now();
-        const NextToken xy = loader.next();  // inputs, targets [B, T]
-        zero_grad(grads);
-        const float loss = engine->forward(params, xy.inputs, xy.targets);
-        if (!std::isfinite(loss)) {
-            throw ValueError("wb::minigpt::train: the loss is " + num(loss) + " at step " +
-                             std::to_string(s + 1) +
-                             " (expected a finite loss; try a lower learning rate)");
-        }
-        engine->backward(params, grads);
+        auto diverged = [&](float loss) {
+            return ValueError("wb::minigpt::train: the loss is " + num(loss) + " at step " +
+                              std::to_string(s + 1) +
+                              " (expected a finite loss; try a lower learning rate)");
+        };
         StepLog entry;
-        entry.grad_norm = o.grad_clip > 0 ? clip_grad_norm(grads, o.grad_clip) : 0.0f;
+        float loss = 0;
         adamw.lr = learning_rate(s, o);
-        adamw_step(params, grads, state, adamw);
+        if (parallel != nullptr) {
+            // The same windows on every process (the same seed); the step shares them out.
+            const TokenIds windows = loader.next_windows();  // [B, T + 1]
+            const SerialBlas serial;
+            loss =
+                parallel->step(params, config, state, adamw, windows, o.grad_clip, entry.grad_norm);
+            // Every process holds the same loss, so every one stops here alike.
+            if (!std::isfinite(loss)) throw diverged(loss);
+        } else {
+            const NextToken xy = loader.next();  // inputs, targets [B, T]
+            zero_grad(grads);
+            loss = engine->forward(params, xy.inputs, xy.targets);
+            if (!std::isfinite(loss)) throw diverged(loss);
+            engine->backward(params, grads);
+            entry.grad_norm = o.grad_clip > 0 ? clip_grad_norm(grads, o.grad_clip) : 0.0f;
+            adamw_step(params, grads, state, adamw);
+        }
         train_s += std::chrono::duration<double>(Clock::now() - ts).count();
 
         entry.step = s + 1;
@@ -286,9 +306,14 @@ TrainResult train(GptParams<float>& params, const GptConfig& config,
         entry.train_loss = loss;
         entry.lr = adamw.lr;
         entry.tokens_per_s = static_cast<double>(entry.step * o.batch * o.context) / train_s;
-        const bool out_of_time = o.time_limit_s > 0 && seconds() >= o.time_limit_s;
+        bool out_of_time = o.time_limit_s > 0 && seconds() >= o.time_limit_s;
+        // Each process has its own clock: rank 0's says when all of them stop.
+        if (parallel != nullptr && o.time_limit_s > 0) {
+            out_of_time = parallel->rank0_decides(out_of_time);
+        }
         const bool last = entry.step == o.steps || out_of_time;
-        if (entry.step == 1 || last || (o.eval_interval > 0 && entry.step % o.eval_interval == 0)) {
+        if (evaluates && (entry.step == 1 || last ||
+                          (o.eval_interval > 0 && entry.step % o.eval_interval == 0))) {
             entry.eval_loss = evaluate_with(*engine, params, held_out, o.batch, o.context,
                                             o.eval_batches, kEvalSeed);
             if (entry.step == 1) result.first_eval_loss = *entry.eval_loss;

@@ -86,6 +86,36 @@ std::unique_ptr<StepEngine> make_step_engine(Engine engine, const GptConfig& con
                                              std::size_t batch, std::size_t seq_len,
                                              const Variant& variant = {});
 
+/// A training step shared by several processes: the program's data-parallel mode (`mpirun -np N
+/// minigpt --engine chapters`, built with MPI: minigpt/parallel/), which runs chapter 10. train()
+/// then draws the global batch `[B, T + 1]` on every process from the same seed, and each
+/// process computes its share inside step(); only the leading process (rank 0) evaluates.
+class DataParallel {
+  public:
+    virtual ~DataParallel() = default;
+    /// One step on the global batch, on every process: the mean gradient of all the shares
+    /// (chapter 10's fixed tree), clipped to `grad_clip` when it is > 0, then AdamW.
+    /// @param params updated in place, the same bits on every process
+    /// @param config the model's shape
+    /// @param state AdamW's state, updated
+    /// @param adamw the hyper-parameters, this step's learning rate included
+    /// @param windows `[B, T + 1]`, the global batch, the same on every process
+    /// @param grad_clip the largest global gradient norm; 0 turns clipping off
+    /// @param grad_norm set to the norm before clipping (0 when clipping is off)
+    /// @return the mean loss of the batch before the step
+    virtual float step(GptParams<float>& params, const GptConfig& config, AdamWState<float>& state,
+                       const AdamWConfig& adamw, const TokenIds& windows, float grad_clip,
+                       float& grad_norm) = 0;
+    /// Rank 0's answer on every process (one broadcast): a decision that could differ between
+    /// processes, such as the wall clock's "out of time", is taken once.
+    /// @param mine this process's answer (only rank 0's counts)
+    /// @return rank 0's answer
+    virtual bool rank0_decides(bool mine) = 0;
+    /// Whether this process is rank 0, the one that evaluates, prints and saves.
+    /// @return true on rank 0
+    virtual bool leads() const = 0;
+};
+
 /// Every setting of a training run.
 struct TrainOptions {
     std::size_t steps = 600;          ///< optimizer steps, >= 1
@@ -104,6 +134,9 @@ struct TrainOptions {
     double time_limit_s = 0;          ///< stop after this many seconds of training; 0 = none
     Engine engine = Engine::fast;     ///< which code computes each step
     Variant variant;                  ///< the model's ablation switches (Engine::fast only)
+    /// Set: every step is data_parallel->step() (Engine::chapters only), the held-out loss is
+    /// computed on the leading process only, and the time limit is rank 0's decision. Not owned.
+    DataParallel* data_parallel = nullptr;
 };
 
 /// Raises a ValueError naming the option, its value and the range expected, unless every

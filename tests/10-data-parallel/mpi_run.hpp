@@ -18,6 +18,18 @@ struct MpiRun {
 // every rank (--allow-run-as-root when run as root), stopped after `seconds`.
 MpiRun run_mpi(const std::string& scenario, int W, int seconds = 60);
 
+// What a run of the minigpt program on W ranks ended with (run_mpi_program).
+struct MpiProgram {
+    bool ok = false;     // mpirun exited with status 0
+    std::string report;  // the command, why it failed, and the ranks' output
+};
+
+// `mpirun -np W --oversubscribe PROGRAM ARGS` launched as run_mpi launches the worker
+// (OMP_NUM_THREADS=1 on every rank, --allow-run-as-root when root, stopped after `seconds`);
+// ARGS is passed to the shell as written.
+MpiProgram run_mpi_program(const std::string& program, const std::string& args, int W,
+                           int seconds = 120);
+
 // The index of the first element where a and b differ in their bits (or in size), -1 if none.
 long first_difference(const std::vector<float>& a, const std::vector<float>& b);
 
