@@ -100,6 +100,7 @@ std::string loss_curves_svg(const std::vector<LossCurve>& curves, const std::str
         throw ValueError("wb::minigpt::loss_curves_svg: got no curves, expected at least one");
     }
     std::vector<svg::Series> lines;
+    lines.reserve(curves.size());
     for (const LossCurve& c : curves) lines.push_back({c.name, c.step, c.loss});
     return svg::line_chart_svg(title, "step", "held-out loss (nats per token)", lines);
 }

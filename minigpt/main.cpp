@@ -751,11 +751,13 @@ int main(int argc, char** argv) {
         }
         if (curves_app->parsed()) {
             std::vector<Input> logs;
+            logs.reserve(c.curves_logs.size());
             for (const std::string& log : c.curves_logs)
                 logs.push_back({"a loss log", "curves", log});
             check_outputs({{c.curves_out, "--out"}}, logs);
             try {
                 std::vector<LossCurve> curves;
+                curves.reserve(c.curves_logs.size());
                 for (const std::string& log : c.curves_logs) curves.push_back(read_loss_curve(log));
                 write_file_atomic("wb::minigpt::loss_curves_svg", c.curves_out,
                                   loss_curves_svg(curves, c.curves_title));
