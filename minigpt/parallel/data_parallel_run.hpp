@@ -24,7 +24,11 @@ bool launched_by_mpirun();
 /// MPI_Finalize on destruction.
 class World {
   public:
+    /// Calls MPI_Init and reads this process's rank and the job's size.
+    /// @param argc main's argument count, as MPI_Init takes it
+    /// @param argv main's arguments, as MPI_Init takes them
     World(int* argc, char*** argv);
+    /// Calls MPI_Finalize.
     ~World();
     World(const World&) = delete;
     World& operator=(const World&) = delete;
