@@ -82,6 +82,8 @@ def pages():
                          "zh": ROOT / "docs" / "capstone_measurements.zh.md"}))
     out.append(("experiments", {"en": ROOT / "docs" / "experiments.md",
                                 "zh": ROOT / "docs" / "experiments.zh.md"}))
+    out.append(("scaling", {"en": ROOT / "docs" / "scaling.md",
+                            "zh": ROOT / "docs" / "scaling.zh.md"}))
     for name, file in (("instructors", "instructors"), ("bad-inputs", "bad_inputs"),
                        ("site", "README")):
         english = ROOT / "docs" / f"{file}.md"
