@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "8-training/model.hpp"
+
 namespace wb::minigpt {
 
 /// @addtogroup minigpt
@@ -76,6 +78,22 @@ inline std::string variant_changes(const Variant& v) {
     if (!v.final_norm) add("--final-norm off");
     if (v.no_positions) add("--positions none");
     return out;
+}
+
+/// Refuses a model without positions whose config has learned ones: a model without positions
+/// is stored with RoPE's layout (no table wpe) and the rotation off.
+/// @param function the caller, named in the message
+/// @param config the model's shape
+/// @param variant its switches
+/// @throws ValueError naming `function` if variant.no_positions and config.positions is not rope
+inline void require_positions_fit(const std::string& function, const GptConfig& config,
+                                  const Variant& variant) {
+    if (variant.no_positions && config.positions != Positions::rope) {
+        throw ValueError(function + ": variant --positions none with config positions = " +
+                         positions_name(config.positions) +
+                         ", expected positions = rope (a model without positions has RoPE's "
+                         "layout: no table wpe)");
+    }
 }
 
 /// @}

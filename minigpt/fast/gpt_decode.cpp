@@ -467,13 +467,7 @@ GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config, const
                   : 1.0f / std::sqrt(static_cast<float>(m.d));
     const std::size_t D = m.D, F = m.F, d = m.d;
     require_shape(kName, "wte [V, D]", p.wte, {config.V, D});
-    if (variant.no_positions && config.positions != Positions::rope) {
-        throw ValueError(std::string(kName) +
-                         ": variant --positions none with config positions = " +
-                         positions_name(config.positions) +
-                         ", expected positions = rope (a model without positions has RoPE's "
-                         "layout: no table wpe)");
-    }
+    require_positions_fit(kName, config, variant);
     const bool rope = config.positions == Positions::rope;
     if (rope) {
         require_shape(kName, "wpe [0, D] (RoPE: no position table)", p.wpe, {0, D});

@@ -447,13 +447,7 @@ GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t s
                          std::to_string(static_cast<int>(variant.norm)) +
                          "), expected attention_scale sqrt or none and norm pre or post");
     }
-    if (variant.no_positions && config.positions != Positions::rope) {
-        throw ValueError(std::string(kName) +
-                         ": variant --positions none with config positions = " +
-                         positions_name(config.positions) +
-                         ", expected positions = rope (a model without positions has RoPE's "
-                         "layout: no table wpe)");
-    }
+    require_positions_fit(kName, config, variant);
     impl_ = std::make_unique<Impl>(config, batch, seq_len, variant);
 }
 

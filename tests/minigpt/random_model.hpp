@@ -1,6 +1,7 @@
 // The random GPT of the fast engines' checks (GptTrainer, GptDecoder against chapter 8 and 9).
 #pragma once
 
+#include <cstdint>
 #include <random>
 
 #include "8-training/model.hpp"
@@ -19,6 +20,17 @@ inline wb::GptParams<float> random_model(const wb::GptConfig& c, unsigned seed) 
         for (std::size_t i = 0; i < r.size; ++i) r.data[i] += (matrix ? 0.2f : 0.3f) * normal(gen);
     }
     return p;
+}
+
+/// Random ids [B, T] in [0, V); with `ignored`, about one target in four is -1.
+inline wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed,
+                               bool ignored) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<std::int64_t> id(0, static_cast<std::int64_t>(V) - 1);
+    std::uniform_int_distribution<int> coin(0, 3);
+    wb::TokenIds ids = wb::TokenIds::from_shape({B, T});
+    for (auto& x : ids) x = ignored && coin(gen) == 0 ? -1 : id(gen);
+    return ids;
 }
 
 }  // namespace wbtest

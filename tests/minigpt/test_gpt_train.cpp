@@ -30,17 +30,8 @@ using wb::GptConfig;
 using wb::GptParams;
 using wb::minigpt::GptTrainer;
 
+using wbtest::random_ids;
 using wbtest::random_model;
-
-// Random ids [B, T] in [0, V); with `ignored`, about one target in four is -1.
-wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed, bool ignored) {
-    std::mt19937 gen(seed);
-    std::uniform_int_distribution<std::int64_t> id(0, static_cast<std::int64_t>(V) - 1);
-    std::uniform_int_distribution<int> coin(0, 3);
-    wb::TokenIds ids = wb::TokenIds::from_shape({B, T});
-    for (auto& x : ids) x = ignored && coin(gen) == 0 ? -1 : id(gen);
-    return ids;
-}
 
 // Gradients that do not start at zero: both sides must ADD into them.
 GptParams<float> start_grads(const GptParams<float>& params, unsigned seed) {

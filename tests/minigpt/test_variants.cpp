@@ -49,6 +49,7 @@ using wb::minigpt::GptTrainer;
 using wb::minigpt::Norm;
 using wb::minigpt::Variant;
 
+using wbtest::random_ids;
 using wbtest::random_model;
 
 namespace fs = std::filesystem;
@@ -65,15 +66,6 @@ std::vector<Variant> variants(wb::Positions positions = wb::Positions::learned) 
         out.push_back(Variant{AttentionScale::none, Norm::post, false, true});
     }
     return out;
-}
-
-wb::TokenIds random_ids(std::size_t B, std::size_t T, std::size_t V, unsigned seed, bool ignored) {
-    std::mt19937 gen(seed);
-    std::uniform_int_distribution<std::int64_t> id(0, static_cast<std::int64_t>(V) - 1);
-    std::uniform_int_distribution<int> coin(0, 3);
-    wb::TokenIds ids = wb::TokenIds::from_shape({B, T});
-    for (auto& x : ids) x = ignored && coin(gen) == 0 ? -1 : id(gen);
-    return ids;
 }
 
 // The trainer's gradient of every tensor against finite differences of its forward.
