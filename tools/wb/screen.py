@@ -299,7 +299,12 @@ def check_screen(chapter, course, outcome, warnings=(), verbose=False):
             out.append(say("failed_at", where=failure.where))
         elif failure.notes and not failure.stub:
             out.append(say("what_failed"))
-        out += ["    " + l for l in failure_text(failure).splitlines()]
+        for line in failure_text(failure).splitlines():
+            # A check's hint is one long line: wrapped like the check's explanation above it.
+            if line.startswith("hint: ") and width(line) + 4 > WIDTH:
+                out += para(line, "    ", "          ")
+            else:
+                out.append("    " + line)
     more = len(first.failures) - len(failures)
     if more:
         out.append(say("more_assertions", n=more, s="s" * (more > 1)))
