@@ -44,13 +44,6 @@ int exit_status(const std::string& command) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // The program's output as a report can hold it: a progress bar's terminal controls (mpirun
 // gives the ranks a terminal) left out, so the XML of the checks stays well formed.
 std::string printable(const std::string& text) {
@@ -84,6 +77,13 @@ fs::path fresh_dir() {
 }
 
 }  // namespace
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
 
 MpiProgram run_mpi_program(const std::string& program, const std::string& args, int W,
                            int seconds) {

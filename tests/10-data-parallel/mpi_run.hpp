@@ -30,6 +30,9 @@ struct MpiProgram {
 MpiProgram run_mpi_program(const std::string& program, const std::string& args, int W,
                            int seconds = 120);
 
+// The bytes of the file at `path` (empty when it cannot be read).
+std::string read_all(const std::string& path);
+
 // The index of the first element where a and b differ in their bits (or in size), -1 if none.
 long first_difference(const std::vector<float>& a, const std::vector<float>& b);
 

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -18,13 +17,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 // The loss log without its last column, tokens/s: the one figure that is the wall clock's.
 std::string without_speed(const std::string& csv) {
@@ -55,10 +47,10 @@ TEST_CASE("minigpt --data-parallel on 2 ranks writes the loss log and the model 
         INFO("minigpt on " << W << (W == 1 ? " rank" : " ranks"));
         if (!run.ok) FAIL(run.report);
     }
-    const std::string log1 = read_bytes(dir / "ranks1.loss.csv");
-    const std::string log2 = read_bytes(dir / "ranks2.loss.csv");
-    const std::string model1 = read_bytes(dir / "ranks1.model");
-    const std::string model2 = read_bytes(dir / "ranks2.model");
+    const std::string log1 = wbtest::read_all(dir / "ranks1.loss.csv");
+    const std::string log2 = wbtest::read_all(dir / "ranks2.loss.csv");
+    const std::string model1 = wbtest::read_all(dir / "ranks1.model");
+    const std::string model2 = wbtest::read_all(dir / "ranks2.model");
     INFO("loss log of 1 rank:\n" << log1 << "loss log of 2 ranks:\n" << log2);
     REQUIRE(!log1.empty());
     REQUIRE(!model1.empty());
