@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <limits>
+#include <utility>
 
 #include <omp.h>
+#include <xtensor/xview.hpp>
 
 #include "minigpt/data.hpp"
 #include "minigpt/fast/gpt_train.hpp"
@@ -121,6 +124,13 @@ struct SerialBlas {
 };
 
 // The learner's chapters: chapter 8's readable model (chapters 1–7 inside) and its backward.
+//
+// Two threads without changing a bit: the batch is always cut in the same two halves (rows
+// [0, B0) and [B0, B), B0 = ceil(B / 2)), each half runs gpt_forward and gpt_backward on its own
+// (serial OpenBLAS, its own cache and gradient buffer), and the halves are combined in one fixed
+// order: loss = (n0 l0 + n1 l1) / n, grads += (n0 / n) g0 + (n1 / n) g1, with n_i the scored
+// targets of half i. On one thread the halves run one after the other and give the same bits;
+// on two they run side by side (data parallelism, as chapter 10 does across processes).
 class ChaptersStep final : public StepEngine {
   public:
     ChaptersStep(const GptConfig& config, std::size_t batch, std::size_t seq_len)
@@ -141,9 +151,29 @@ class ChaptersStep final : public StepEngine {
                   const TokenIds& targets) override {
         has_forward_ = false;  // a forward that throws leaves nothing to differentiate
         const SerialBlas serial;
-        const float loss = gpt_forward(params, config_, inputs, targets, -1, cache_);
+        const std::size_t B = inputs.shape(0);
+        if (B < 2 || targets.shape(0) != B) {  // one row (or shapes gpt_forward refuses): whole
+            halves_ = 1;
+            const float loss = gpt_forward(params, config_, inputs, targets, -1, cache_[0]);
+            has_forward_ = true;
+            return loss;
+        }
+        halves_ = 2;
+        const std::size_t B0 = (B + 1) / 2;
+        const TokenIds in[2] = {xt::view(inputs, xt::range(0, B0), xt::all()),
+                                xt::view(inputs, xt::range(B0, B), xt::all())};
+        const TokenIds tg[2] = {xt::view(targets, xt::range(0, B0), xt::all()),
+                                xt::view(targets, xt::range(B0, B), xt::all())};
+        float loss[2] = {0, 0};
+        each_half([&](int h) {
+            loss[h] = gpt_forward(params, config_, in[h], tg[h], -1, cache_[h]);
+            scored_[h] = static_cast<double>(
+                std::count_if(tg[h].begin(), tg[h].end(), [](std::int64_t t) { return t != -1; }));
+        });
         has_forward_ = true;
-        return loss;
+        const double n = scored_[0] + scored_[1];
+        return n == 0 ? 0.0f
+                      : static_cast<float>((scored_[0] * loss[0] + scored_[1] * loss[1]) / n);
     }
     void backward(const GptParams<float>& params, GptParams<float>& grads) override {
         if (!has_forward_) {
@@ -153,12 +183,52 @@ class ChaptersStep final : public StepEngine {
                 "threw leaves none either)");
         }
         const SerialBlas serial;
-        gpt_backward(params, config_, cache_, grads);
+        if (halves_ == 1) {
+            gpt_backward(params, config_, cache_[0], grads);
+            return;
+        }
+        for (auto& g : half_grads_) {
+            if (g.wte.size() == 0) g = zeros_like(params);
+            zero_grad(g);
+        }
+        each_half([&](int h) { gpt_backward(params, config_, cache_[h], half_grads_[h]); });
+        const double n = scored_[0] + scored_[1];
+        if (n == 0) return;  // nothing scored: no gradient
+        const auto w0 = static_cast<float>(scored_[0] / n), w1 = static_cast<float>(scored_[1] / n);
+        auto out = parameters(grads);
+        const auto g0 = parameters(std::as_const(half_grads_[0]));
+        const auto g1 = parameters(std::as_const(half_grads_[1]));
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            for (std::size_t i = 0; i < out[k].size; ++i) {
+                out[k].data[i] += w0 * g0[k].data[i] + w1 * g1[k].data[i];
+            }
+        }
     }
 
   private:
+    // Runs fn(0) and fn(1), on two threads when OpenMP has two; an exception of either half is
+    // thrown again here (half 0's first), after both have finished.
+    template <class Fn>
+    void each_half(Fn&& fn) {
+        std::exception_ptr error[2];
+#pragma omp parallel for num_threads(std::min(2, omp_get_max_threads())) schedule(static, 1)
+        for (int h = 0; h < 2; ++h) {
+            try {
+                fn(h);
+            } catch (...) {
+                error[h] = std::current_exception();
+            }
+        }
+        for (const auto& e : error) {
+            if (e) std::rethrow_exception(e);
+        }
+    }
+
     GptConfig config_;
-    GptCache<float> cache_;
+    GptCache<float> cache_[2];
+    GptParams<float> half_grads_[2];
+    double scored_[2] = {0, 0};
+    int halves_ = 1;
     bool has_forward_ = false;
 };
 

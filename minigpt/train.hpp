@@ -14,9 +14,10 @@
 /// The engine is chapter 8's readable model (Engine::chapters) or the given fast trainer
 /// (Engine::fast); the loop around it is the same, so the two give the same curve up to float
 /// rounding. Each engine gives the same bits for every thread count: the fast one splits its
-/// work so that every sum keeps one order, the chapters one runs its products (OpenBLAS, called
-/// by the chapters' xt::linalg::dot) on one thread, because OpenBLAS's threaded sgemm rounds
-/// differently from its serial one.
+/// work so that every sum keeps one order; the chapters one cuts each batch in the same two
+/// halves, runs each half's forward and backward on its own thread (OpenBLAS serial inside,
+/// because its threaded sgemm rounds differently from its serial one) and adds the halves in
+/// one order.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +41,8 @@ namespace wb::minigpt {
 enum class Engine {
     /// The learner's chapters end to end: chapter 8's wb::gpt_forward / wb::gpt_backward (the
     /// model made of chapters 1–7) to train, chapter 9's prefill / decode_step to generate.
-    /// Training runs on one thread (OpenBLAS serial), the same bits for every thread count.
+    /// Training runs the batch's two halves side by side (one per thread, OpenBLAS serial in
+    /// each), the same bits for every thread count.
     chapters,
     /// The given fast code: GptTrainer (cblas and the capstone's attention kernel) to train,
     /// GptDecoder to generate. The same numbers up to float rounding, several times faster.
