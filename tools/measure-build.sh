@@ -14,7 +14,8 @@
 #             printed. Median of --runs (default 5). Default: every chapter.
 #   --fresh   the first `tools/workbook check N` on a fresh clone of HEAD, with an empty ccache
 #             (CCACHE_DISABLE): configure the student preset with the chapters before N on
-#             the reference, then check N. One run each. Default: none.
+#             the reference, then check N; then `tools/workbook use N reference` and
+#             `use N student` in that tree. One run each. Default: none.
 #   --minigpt the learner's model at Release speed, in that fresh clone (or a new one) whose
 #             build/student has every chapter switched to the reference (the learner's code
 #             = the reference): the first `tools/run-minigpt --student` build, then 2 threads:
@@ -138,8 +139,15 @@ if [ -n "$fresh" ]; then
     export CCACHE_DISABLE=1
     timed bash -c "cd '$clone' && cmake --preset student -DWB_REFERENCE='${before_list:-none}' &&
                    python3 tools/workbook check $n"
-    unset CCACHE_DISABLE
     row "fresh clone: configure + first check $n (others on the reference)" "$wall" "$cpu" "$before"
+    # Then flip the chapter to the reference and back, as an instructor or a stuck learner does:
+    # each rebuilds the chapter's library and every program built before that links it.
+    for kind in reference student; do
+      before=$(load)
+      timed bash -c "cd '$clone' && python3 tools/workbook use $n $kind"
+      row "  then tools/workbook use $n $kind" "$wall" "$cpu" "$before"
+    done
+    unset CCACHE_DISABLE
   done
 fi
 
