@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "8-training/model.hpp"
@@ -54,226 +55,12 @@ std::string array(const std::vector<T>& items, F&& each) {
     return out + "]";
 }
 
-// The page around the data; the script draws everything from the JSON in #data.
-const char* const kPageHead = R"HTML(<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Inside the mini-GPT</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1250px; }
-h1 { font-size: 1.4em; margin-bottom: 0.2em; }
-h2 { font-size: 1.15em; margin-top: 1.4em; }
-.caveat { background: #fff6dd; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }
-.tok { display: inline-block; font-family: monospace; border: 1px solid #bbb; border-radius: 3px;
-       padding: 0 3px; margin: 1px; min-width: 0.8em; text-align: center; background: #f6f6f6; }
-.tok small { color: #888; font-size: 0.7em; margin-left: 2px; }
-.controls label { margin-right: 1.2em; }
-.heatmaps { display: flex; flex-wrap: wrap; gap: 14px; }
-.heatmap text { font-family: monospace; font-size: 10px; fill: #444; }
-.heatmap .cell:hover { stroke: #d00; stroke-width: 1.5; }
-table.next { border-collapse: collapse; font-size: 0.9em; }
-table.next td, table.next th { border-bottom: 1px solid #ddd; padding: 2px 6px; text-align: left;
-                               vertical-align: top; }
-.cand { display: inline-block; font-family: monospace; margin-right: 8px; white-space: nowrap; }
-.cand .bar { display: inline-block; height: 8px; background: #3b6fb6; margin-right: 3px; }
-.cand.greedy { font-weight: bold; }
-.cand.actual { outline: 1px dashed #2a2; }
-.legend { color: #555; font-size: 0.85em; }
-</style>
-</head>
-<body>
-<svg width="0" height="0" style="position:absolute"><defs>
-<pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
-<rect width="4" height="4" fill="#eee"/><line x1="0" y1="0" x2="0" y2="4" stroke="#bbb" stroke-width="2"/>
-</pattern></defs></svg>
-<h1>Inside the mini-GPT</h1>
-<p id="model"></p>
-<p class="caveat" id="caveat"><b>Attention weights are not an explanation.</b> They help to
-observe how information moves between positions, but they are not a complete causal explanation
-of why the model predicts what it predicts: the values, the output projections, the
-feed-forward layers and the residual stream all take part.</p>
-<h2>The prompt's tokens</h2>
-<p id="tokens"></p>
-<h2>Attention weights</h2>
-<p class="legend">Rows are queries (the position that reads, top to bottom), columns are keys
-(the position read, left to right); each row sums to 1. Hatched cells are masked: a key after
-its query, which the causal mask hides. Hover a cell for its exact value.</p>
-<p class="controls"><label>layer <select id="layer"></select></label>
-<label>head <select id="head"></select></label></p>
-<div class="heatmaps" id="heatmaps"></div>
-<h2>Next-token choices</h2>
-<p class="legend">For each position, the distribution of the next token from the stored logits:
-<code>p = softmax(z / temperature)</code>, then top-k, then top-p (the smallest set of the most
-likely tokens whose mass reaches top-p; ties go to the lower id), renormalised: the rules
-of <code>wb::sampling_distribution</code>. This output softmax over the vocabulary is a
-different softmax from attention's, which is over positions. <b>Bold</b>: the greedy choice
-(the largest logit); dashed: the token that actually follows in the prompt.</p>
-<p class="controls">
-<label>temperature <input type="range" id="temperature" min="0.05" max="3" step="0.05" value="1">
-<output id="temperature-value">1</output></label>
-<label>top-k <input type="number" id="top-k" min="0" value="0" style="width:4em"> (0: off)</label>
-<label>top-p <input type="range" id="top-p" min="0.05" max="1" step="0.01" value="1">
-<output id="top-p-value">1</output></label></p>
-<table class="next"><thead><tr><th>position</th><th>token</th><th>next in prompt</th>
-<th>greedy</th><th>most likely next tokens (probability)</th></tr></thead>
-<tbody id="next"></tbody></table>
-<script type="application/json" id="data">)HTML";
-
-const char* const kPageTail = R"HTML(</script>
-<script>
-"use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
-const T = D.tokens.length, V = D.config.V, L = D.config.L, H = D.config.H;
-const SHOWN = 5;  // candidates per position
-const NS = "http://www.w3.org/2000/svg";
-const show = s => s === "\n" ? "\u23ce" : s === " " ? "\u2423" : s === "\t" ? "\u21e5" : s;
-const $ = id => document.getElementById(id);
-
-function svg(name, attrs, parent) {
-  const e = document.createElementNS(NS, name);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (parent) parent.appendChild(e);
-  return e;
-}
-
-$("model").textContent = `V=${V} T_max=${D.config.T_max} D=${D.config.D} H=${H} L=${L} ` +
-  `positions ${D.config.positions || "learned"}, ` +
-  `trained ${D.step} steps; ${T} tokens read.`;
-for (let t = 0; t < T; ++t) {
-  const s = document.createElement("span");
-  s.className = "tok";
-  s.title = `position ${t}, id ${D.tokens[t].id}`;
-  s.textContent = show(D.tokens[t].text);
-  const n = document.createElement("small");
-  n.textContent = t;
-  s.appendChild(n);
-  $("tokens").appendChild(s);
-}
-
-// White (0) to dark blue (1).
-function shade(w) {
-  const c = (a, b) => Math.round(a + (b - a) * Math.min(1, Math.max(0, w)));
-  return `rgb(${c(255, 20)},${c(255, 60)},${c(255, 140)})`;
-}
-
-function heatmap(l, h, cell) {
-  const margin = cell >= 9 ? 16 : 4, top = 16 + margin, size = cell * T;
-  const root = svg("svg", {width: margin + size + 2, height: top + size + 2, class: "heatmap",
-                           "data-layer": l, "data-head": h});
-  svg("text", {x: 0, y: 11}, root).textContent = `layer ${l}, head ${h}`;
-  const w = D.attention[l][h];
-  for (let q = 0; q < T; ++q) {
-    for (let k = 0; k < T; ++k) {
-      const masked = k > q;
-      const r = svg("rect", {x: margin + k * cell, y: top + q * cell, width: cell, height: cell,
-                             class: masked ? "cell masked" : "cell", "data-q": q, "data-k": k,
-                             fill: masked ? "url(#hatch)" : shade(w[q][k])}, root);
-      const qs = JSON.stringify(show(D.tokens[q].text)), ks = JSON.stringify(show(D.tokens[k].text));
-      if (masked) {
-        svg("title", {}, r).textContent = `masked: key ${k} ${ks} comes after query ${q} ${qs}`;
-      } else {
-        r.setAttribute("data-value", String(w[q][k]));
-        svg("title", {}, r).textContent = `query ${q} ${qs} \u2192 key ${k} ${ks}: ${w[q][k]}`;
-      }
-    }
-  }
-  if (margin > 4) {
-    for (let t = 0; t < T; ++t) {
-      svg("text", {x: margin + t * cell + cell / 2 - 3, y: top - 3}, root).textContent = show(D.tokens[t].text);
-      svg("text", {x: 2, y: top + t * cell + cell / 2 + 3}, root).textContent = show(D.tokens[t].text);
-    }
-  }
-  return root;
-}
-
-function drawAttention() {
-  const l = Number($("layer").value), which = $("head").value;
-  const heads = which === "all" ? [...Array(H).keys()] : [Number(which)];
-  const width = which === "all" ? Math.max(240, 1200 / Math.min(H, 4) - 40) : 640;
-  const cell = Math.max(2, Math.min(28, Math.floor(width / T)));
-  $("heatmaps").replaceChildren(...heads.map(h => heatmap(l, h, cell)));
-}
-
-for (let l = 0; l < L; ++l) $("layer").add(new Option(`${l}`, `${l}`));
-$("head").add(new Option("all heads", "all"));
-for (let h = 0; h < H; ++h) $("head").add(new Option(`${h}`, `${h}`));
-$("layer").addEventListener("change", drawAttention);
-$("head").addEventListener("change", drawAttention);
-
-// Chapter 9's wb::sampling_distribution, in doubles like the C++; the options are floats there.
-function byProbability(p) {
-  return [...p.keys()].sort((a, b) => (p[b] - p[a]) || (a - b));
-}
-function renormalise(p) {
-  let total = 0;
-  for (const x of p) total += x;
-  for (let i = 0; i < p.length; ++i) p[i] /= total;
-}
-function distribution(z, temperature, topK, topP) {
-  const tau = Math.fround(temperature), pMass = Math.fround(topP), n = z.length;
-  let m = -Infinity;
-  for (const x of z) m = Math.max(m, x / tau);
-  const p = z.map(x => Math.exp(x / tau - m));
-  renormalise(p);
-  if (topK > 0 && topK < n) {
-    const order = byProbability(p);
-    for (let r = topK; r < n; ++r) p[order[r]] = 0;
-    renormalise(p);
-  }
-  if (pMass < 1) {
-    const order = byProbability(p);
-    let cumulative = 0, keep = 0;
-    while (keep < n && cumulative < pMass) cumulative += p[order[keep++]];
-    for (let r = keep; r < n; ++r) p[order[r]] = 0;
-    renormalise(p);
-  }
-  return p;
-}
-
-function drawNext() {
-  const temperature = Number($("temperature").value), topP = Number($("top-p").value);
-  const topK = Math.max(0, Math.floor(Number($("top-k").value) || 0));
-  $("temperature-value").textContent = temperature;
-  $("top-p-value").textContent = topP;
-  const rows = [];
-  for (let t = 0; t < T; ++t) {
-    const p = distribution(D.logits[t], temperature, topK, topP);
-    const actual = t + 1 < T ? D.tokens[t + 1].id : -1, g = D.greedy[t];
-    const tr = document.createElement("tr");
-    tr.dataset.pos = t;
-    const td = text => { const c = document.createElement("td"); c.textContent = text; tr.appendChild(c); return c; };
-    td(t);
-    td(show(D.tokens[t].text));
-    td(actual >= 0 ? show(D.vocab[actual]) : "\u2014");
-    td(`${show(D.vocab[g])} (${p[g].toFixed(3)})`);
-    const cands = td("");
-    for (const id of byProbability(p).slice(0, SHOWN)) {
-      if (p[id] === 0) break;
-      const s = document.createElement("span");
-      s.className = "cand" + (id === g ? " greedy" : "") + (id === actual ? " actual" : "");
-      s.dataset.id = id;
-      s.dataset.p = String(p[id]);
-      s.title = `id ${id}: ${p[id]}`;
-      const bar = document.createElement("span");
-      bar.className = "bar";
-      bar.style.width = `${Math.round(40 * p[id])}px`;
-      s.append(bar, `${show(D.vocab[id])} ${p[id].toFixed(3)}`);
-      cands.appendChild(s);
-    }
-    rows.push(tr);
-  }
-  $("next").replaceChildren(...rows);
-}
-for (const id of ["temperature", "top-k", "top-p"]) $(id).addEventListener("input", drawNext);
-
-drawAttention();
-drawNext();
-document.body.dataset.ready = "1";
-</script>
-</body>
-</html>
-)HTML";
+// The page around the data (minigpt/explain.html, which the build embeds as one string
+// literal); its script draws everything from the JSON put in place of the marker below.
+const char* const kPage =
+#include "explain_page.inc"
+    ;
+constexpr std::string_view kDataMarker = "{{data}}";
 
 }  // namespace
 
@@ -374,7 +161,14 @@ std::string explanation_json(const Explanation& e) {
 }
 
 std::string explanation_html(const Explanation& e) {
-    return kPageHead + explanation_json(e) + kPageTail;
+    const std::string_view page = kPage;
+    const std::size_t at = page.find(kDataMarker);
+    if (at == std::string_view::npos) {  // minigpt/explain.html lost its marker: a build fault
+        throw ValueError("wb::minigpt::explanation_html: the embedded page has no " +
+                         std::string(kDataMarker) + " marker, expected one where the JSON goes");
+    }
+    return std::string(page.substr(0, at)) + explanation_json(e) +
+           std::string(page.substr(at + kDataMarker.size()));
 }
 
 std::string write_explanation(const std::string& html_path, const Explanation& e) {
