@@ -581,15 +581,9 @@ int run(const Cli& c, const Parallel& p) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    Cli c;
-    CLI::App app{
-        "Trains a small GPT on a text file (by default the bundled Shakespeare), saves "
-        "it, and prints a sample of generated text.",
-        "minigpt"};
-    app.option_defaults()->always_capture_default();
+// The options of training and generation (the command without a subcommand), with their
+// defaults: the README's run.
+void add_training_options(CLI::App& app, Cli& c) {
     auto& t = c.train;
     t.steps = 1500;
     t.time_limit_s = 300;  // a safety net: the default run ends within minutes anywhere
@@ -684,7 +678,24 @@ int main(int argc, char** argv) {
                  "implied by mpirun -np N with N > 1, given alone it runs the same bits on one "
                  "process");
 #endif
-    CLI::App* explain_app = app.add_subcommand(
+}
+
+// The subcommands and their options.
+struct Subcommands {
+    CLI::App* explain;
+    CLI::App* convert;
+    CLI::App* curves;
+    // The one parsed, or nullptr.
+    [[nodiscard]] const char* parsed() const {
+        return explain->parsed()   ? "explain"
+               : convert->parsed() ? "convert"
+               : curves->parsed()  ? "curves"
+                                   : nullptr;
+    }
+};
+
+Subcommands add_subcommands(CLI::App& app, Cli& c) {
+    CLI::App* const explain_app = app.add_subcommand(
         "explain",
         "writes an HTML page of a saved model's attention weights and next-token "
         "choices on a prompt, and the same data as JSON beside it");
@@ -694,7 +705,7 @@ int main(int argc, char** argv) {
         ->required();
     explain_app->add_option("--html", c.explain_html,
                             "the page to write (the JSON goes beside it)");
-    CLI::App* convert_app = app.add_subcommand(
+    CLI::App* const convert_app = app.add_subcommand(
         "convert",
         "makes a model saved by an older version as two files (a bare checkpoint and its "
         "vocabulary beside it) one model file; name the vocabulary you know belongs to it");
@@ -703,13 +714,121 @@ int main(int argc, char** argv) {
     convert_app->add_option("--vocab", c.convert_vocab, "its vocabulary (usually m.ckpt.vocab)")
         ->required();
     convert_app->add_option("--out", c.convert_out, "the model file to write")->required();
-    CLI::App* curves_app = app.add_subcommand(
+    CLI::App* const curves_app = app.add_subcommand(
         "curves",
         "draws the held-out loss of several training runs in one SVG, one line per run "
         "(each run's loss log, m.loss.csv, written beside its --out)");
     curves_app->add_option("logs", c.curves_logs, "the runs' loss logs (*.loss.csv)")->required();
     curves_app->add_option("--out", c.curves_out, "the SVG to write")->required();
     curves_app->add_option("--title", c.curves_title, "the chart's title");
+    return {explain_app, convert_app, curves_app};
+}
+
+// What a subcommand or a run prints when it fails: the error, after what it printed before.
+template <class Fn>
+int reporting_errors(Fn&& fn) {
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        std::cout << std::flush;
+        std::cerr << "minigpt: error: " << e.what() << '\n';
+        return 1;
+    }
+}
+
+int run_curves(const Cli& c) {
+    std::vector<LossCurve> curves;
+    curves.reserve(c.curves_logs.size());
+    for (const std::string& log : c.curves_logs) curves.push_back(read_loss_curve(log));
+    write_file_atomic("wb::minigpt::loss_curves_svg", c.curves_out,
+                      loss_curves_svg(curves, c.curves_title));
+    std::cout << "minigpt: " << curves.size() << " runs' held-out loss in " << c.curves_out << '\n';
+    return 0;
+}
+
+// The subcommand SUB: its usage checks (UsageError), then its run.
+int run_subcommand(const std::string& sub, const CLI::App& app, const Cli& c) {
+    // The training and generation options belong to the command without a subcommand: given
+    // before `explain`, `convert` or `curves`, they would be ignored.
+    for (const CLI::Option* option : app.get_options()) {
+        if (option->get_name() == "--help" || option->count() == 0) continue;
+        throw UsageError(option->get_name() + " has no effect with " + sub +
+                         " (it is an option of training and generation); leave it out");
+    }
+    if (sub == "explain") {
+        if (std::filesystem::path(c.explain_html).extension() == ".json") {
+            throw UsageError("--html " + c.explain_html +
+                             " would be overwritten by the JSON "
+                             "beside it; expected a name ending in .html");
+        }
+        const std::string json =
+            std::filesystem::path(c.explain_html).replace_extension(".json").string();
+        check_outputs({{c.explain_html, "--html"}, {json, "the JSON of --html " + c.explain_html}},
+                      {{"the model", "--load", c.explain_load}});
+        return reporting_errors([&] { return run_explain(c); });
+    }
+    if (sub == "curves") {
+        std::vector<Input> logs;
+        logs.reserve(c.curves_logs.size());
+        for (const std::string& log : c.curves_logs) logs.push_back({"a loss log", "curves", log});
+        check_outputs({{c.curves_out, "--out"}}, logs);
+        return reporting_errors([&] { return run_curves(c); });
+    }
+    check_outputs({{c.convert_out, "--out"}},
+                  {{"the checkpoint", "--checkpoint", c.convert_checkpoint},
+                   {"the vocabulary", "--vocab", c.convert_vocab}});
+    return reporting_errors([&] { return run_convert(c); });
+}
+
+// The options of a training or generation run that do not fit together (UsageError).
+void check_run_usage(const CLI::App& app, Cli& c) {
+    auto& t = c.train;
+    // Without --warmup, a short run warms up for a tenth of its steps at most.
+    if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
+    t.engine = c.engine == "chapters" ? Engine::chapters : Engine::fast;
+    check_usage(c);
+    if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
+        throw UsageError(
+            "--vocab-size has no effect with --tokenizer char (it is the size "
+            "of a BPE vocabulary); add --tokenizer bpe or leave it out");
+    }
+    if (c.load.empty()) {  // before training, not after
+        if (std::filesystem::exists(c.out) && same_file(c.out, c.corpus)) {
+            throw UsageError("--out " + c.out + " is the corpus itself (--corpus " + c.corpus +
+                             "); expected another path, the corpus is never overwritten");
+        }
+        check_outputs(training_outputs(c), {{"the corpus", "--corpus", c.corpus}});
+    }
+    if (!c.load.empty()) {
+        // The model file fixes the shape and the training is over: say so, not ignore.
+        for (const char* name : {"--steps",         "--time-limit",   "--batch",
+                                 "--context",       "--d-model",      "--heads",
+                                 "--layers",        "--lr",           "--min-lr",
+                                 "--warmup",        "--weight-decay", "--grad-clip",
+                                 "--eval-interval", "--eval-batches", "--model-seed",
+                                 "--corpus",        "--out",          "--positions",
+                                 "--tokenizer",     "--vocab-size",   "--attention-scale",
+                                 "--norm",          "--final-norm"}) {
+            if (app.count(name) > 0) {
+                throw UsageError(std::string(name) +
+                                 " has no effect with --load (the model "
+                                 "file fixes the model and its training); leave it out");
+            }
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Cli c;
+    CLI::App app{
+        "Trains a small GPT on a text file (by default the bundled Shakespeare), saves "
+        "it, and prints a sample of generated text.",
+        "minigpt"};
+    app.option_defaults()->always_capture_default();
+    add_training_options(app, c);
+    const Subcommands subcommands = add_subcommands(app, c);
     if (const char* command = std::getenv("WB_MINIGPT_COMMAND")) {
         c.command = command;  // tools/run-minigpt
     } else if (argc > 0) {
@@ -718,103 +837,8 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-        if (explain_app->parsed() || convert_app->parsed() || curves_app->parsed()) {
-            // The training and generation options belong to the command without a
-            // subcommand: given before `explain`, `convert` or `curves`, they would be ignored.
-            const std::string sub = explain_app->parsed()   ? "explain"
-                                    : convert_app->parsed() ? "convert"
-                                                            : "curves";
-            for (const CLI::Option* option : app.get_options()) {
-                if (option->get_name() == "--help" || option->count() == 0) continue;
-                throw UsageError(option->get_name() + " has no effect with " + sub +
-                                 " (it is an option of training and generation); leave it out");
-            }
-        }
-        if (explain_app->parsed()) {
-            if (std::filesystem::path(c.explain_html).extension() == ".json") {
-                throw UsageError("--html " + c.explain_html +
-                                 " would be overwritten by the JSON "
-                                 "beside it; expected a name ending in .html");
-            }
-            const std::string json =
-                std::filesystem::path(c.explain_html).replace_extension(".json").string();
-            check_outputs(
-                {{c.explain_html, "--html"}, {json, "the JSON of --html " + c.explain_html}},
-                {{"the model", "--load", c.explain_load}});
-            try {
-                return run_explain(c);
-            } catch (const std::exception& e) {
-                std::cout << std::flush;
-                std::cerr << "minigpt: error: " << e.what() << '\n';
-                return 1;
-            }
-        }
-        if (curves_app->parsed()) {
-            std::vector<Input> logs;
-            logs.reserve(c.curves_logs.size());
-            for (const std::string& log : c.curves_logs)
-                logs.push_back({"a loss log", "curves", log});
-            check_outputs({{c.curves_out, "--out"}}, logs);
-            try {
-                std::vector<LossCurve> curves;
-                curves.reserve(c.curves_logs.size());
-                for (const std::string& log : c.curves_logs) curves.push_back(read_loss_curve(log));
-                write_file_atomic("wb::minigpt::loss_curves_svg", c.curves_out,
-                                  loss_curves_svg(curves, c.curves_title));
-                std::cout << "minigpt: " << curves.size() << " runs' held-out loss in "
-                          << c.curves_out << '\n';
-                return 0;
-            } catch (const std::exception& e) {
-                std::cout << std::flush;
-                std::cerr << "minigpt: error: " << e.what() << '\n';
-                return 1;
-            }
-        }
-        if (convert_app->parsed()) {
-            check_outputs({{c.convert_out, "--out"}},
-                          {{"the checkpoint", "--checkpoint", c.convert_checkpoint},
-                           {"the vocabulary", "--vocab", c.convert_vocab}});
-            try {
-                return run_convert(c);
-            } catch (const std::exception& e) {
-                std::cout << std::flush;
-                std::cerr << "minigpt: error: " << e.what() << '\n';
-                return 1;
-            }
-        }
-        // Without --warmup, a short run warms up for a tenth of its steps at most.
-        if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
-        t.engine = c.engine == "chapters" ? Engine::chapters : Engine::fast;
-        check_usage(c);
-        if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
-            throw UsageError(
-                "--vocab-size has no effect with --tokenizer char (it is the size "
-                "of a BPE vocabulary); add --tokenizer bpe or leave it out");
-        }
-        if (c.load.empty()) {  // before training, not after
-            if (std::filesystem::exists(c.out) && same_file(c.out, c.corpus)) {
-                throw UsageError("--out " + c.out + " is the corpus itself (--corpus " + c.corpus +
-                                 "); expected another path, the corpus is never overwritten");
-            }
-            check_outputs(training_outputs(c), {{"the corpus", "--corpus", c.corpus}});
-        }
-        if (!c.load.empty()) {
-            // The model file fixes the shape and the training is over: say so, not ignore.
-            for (const char* name : {"--steps",         "--time-limit",   "--batch",
-                                     "--context",       "--d-model",      "--heads",
-                                     "--layers",        "--lr",           "--min-lr",
-                                     "--warmup",        "--weight-decay", "--grad-clip",
-                                     "--eval-interval", "--eval-batches", "--model-seed",
-                                     "--corpus",        "--out",          "--positions",
-                                     "--tokenizer",     "--vocab-size",   "--attention-scale",
-                                     "--norm",          "--final-norm"}) {
-                if (app.count(name) > 0) {
-                    throw UsageError(std::string(name) +
-                                     " has no effect with --load (the model "
-                                     "file fixes the model and its training); leave it out");
-                }
-            }
-        }
+        if (const char* sub = subcommands.parsed()) return run_subcommand(sub, app, c);
+        check_run_usage(app, c);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
