@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from .common import ROOT, WorkbookError
-from .instructor import grade_tree, write_grade_markdown
+from .instructor import grade_tree, print_report, write_grade_junit, write_grade_markdown
 
 
 def class_trees(class_dir):
@@ -185,3 +185,20 @@ def grade_class(args):
     if args.reports:
         print(f"wrote {len(reports)} reports in {args.reports}")
     return 0
+
+
+# `workbook grade`: one tree, or with --class a folder of trees (grade_class above).
+def cmd_grade(args):
+    if args.class_dir:
+        return grade_class(args)
+    build_dir = Path(args.build_dir or ROOT / "build" / "grade")
+    report = grade_tree(args.tree, build_dir, args.only, args.jobs, args.timeout,
+                        args.extra_tests, say=lambda text: print(text, flush=True))
+    print_report(report, args.verbose, args.lines)
+    if args.junit:
+        write_grade_junit(args.junit, report)
+        print(f"wrote {args.junit}")
+    if args.markdown:
+        write_grade_markdown(args.markdown, report)
+        print(f"wrote {args.markdown}")
+    return 0 if report["passed"] == report["total"] and report["total"] else 1

@@ -11,7 +11,8 @@ from .contract import cmd_contract
 from .messages import cmd_messages
 from .tables import cmd_tables
 from .handout import cmd_handout, cmd_leaks
-from .instructor import cmd_grade, cmd_guides, cmd_mutants, cmd_verify_stubs
+from .classreport import cmd_grade
+from .instructor import cmd_guides, cmd_mutants, cmd_verify_stubs
 from .learner import (cmd_check, cmd_hint, cmd_lang, cmd_next, cmd_record, cmd_status,
                       cmd_use, cmd_watch)
 from .quiz import cmd_quiz

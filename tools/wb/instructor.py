@@ -805,20 +805,3 @@ def print_report(report, verbose=False, lines=4):
     print(f"\nscore: {report['passed']}/{report['total']} checks ({report['percent']:.0f}%), "
           f"{report['complete']}/{len(report['chapters'])} chapters complete  "
           f"{progress_bar(report['passed'], report['total'])}")
-
-
-def cmd_grade(args):
-    if args.class_dir:
-        from .classreport import grade_class
-        return grade_class(args)
-    build_dir = Path(args.build_dir or ROOT / "build" / "grade")
-    report = grade_tree(args.tree, build_dir, args.only, args.jobs, args.timeout,
-                        args.extra_tests, say=lambda text: print(text, flush=True))
-    print_report(report, args.verbose, args.lines)
-    if args.junit:
-        write_grade_junit(args.junit, report)
-        print(f"wrote {args.junit}")
-    if args.markdown:
-        write_grade_markdown(args.markdown, report)
-        print(f"wrote {args.markdown}")
-    return 0 if report["passed"] == report["total"] and report["total"] else 1
