@@ -1,5 +1,6 @@
 """`workbook grade`: one student tree (graded by instructor.py), or with `--class DIR` every
 tree below DIR graded, and the class summed up.
+
 Each tree (a folder of DIR holding chapters/ or chapter folders) is graded by grade_tree in its
 own build folder, <build-dir>/<tree>, kept between runs so a second run rebuilds only what a
 student changed. The summary, in Markdown and CSV: per chapter how many trees complete and the
