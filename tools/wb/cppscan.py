@@ -1,5 +1,7 @@
-"""Just enough C++ reading for the contract verbs: comments blanked, macro arguments split,
-string literals read, doc comments gathered into blocks with the declaration they document."""
+"""Just enough C++ reading for the tools, in one place: comments blanked, macro arguments split,
+string literals read, doc comments gathered into blocks with the declaration they document,
+the functions a header declares, the function definitions of a source file with their bodies,
+and the exercises of a stub (the functions whose body is WB_STUB())."""
 
 import re
 from dataclasses import dataclass, field
@@ -260,3 +262,67 @@ def test_cases(path_name, text, code=None):
     for this, after in zip(out, out[1:] + [None]):
         this.end = after.start if after else len(code)
     return out
+
+
+# ---- functions: declared in a header, defined in a source, left as exercises in a stub -----
+
+HEADER_FUNCTION = r"^[A-Za-z_][\w:<>, ]*?[\s&*]+({name})\s*\("
+
+
+def declared_functions(text):
+    """The functions a header's code declares (a return type, then a name and '(' at the start
+    of a line), in order, each once."""
+    names = []
+    for name in re.findall(HEADER_FUNCTION.format(name=r"\w+"), blank_comments(text), re.M):
+        if name not in names and name not in ("if", "for", "while", "return", "operator"):
+            names.append(name)
+    return names
+
+
+def declares(text, function):
+    """Whether a header's code declares FUNCTION."""
+    return re.search(HEADER_FUNCTION.format(name=re.escape(function)), blank_comments(text),
+                     re.M) is not None
+
+
+DEFINITION = re.compile(r"(?:^|[\s*&>:])(~?[A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)"
+                        r"[\w\s&:<>,*-]*\{")
+NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "defined",
+                 "static_assert", "decltype", "alignof", "noexcept"}
+
+
+def function_definitions(text):
+    """[(name, line, body lines)] of the function definitions in C++ TEXT (comments removed):
+    a name, its parameters in brackets and an opening brace, up to the matching brace. Lambdas
+    and blocks inside a body belong to that body."""
+    # Preprocessor lines (continued ones too) are no code of a function: blanked.
+    code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", "", blank_comments(text), flags=re.M)
+    found, pos = [], 0
+    while True:
+        m = DEFINITION.search(code, pos)
+        if not m:
+            return found
+        name = m.group(1)
+        start = m.end()  # after the opening brace
+        if name in NOT_FUNCTIONS:
+            pos = start
+            continue
+        depth, i = 1, start
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        body = [l.strip() for l in code[start:i - 1].splitlines()]
+        found.append((name, code.count("\n", 0, m.start(1)) + 1, [l for l in body if l]))
+        pos = i
+
+
+def stub_functions(folder):
+    """The exercise functions of the stub folder FOLDER (chapters/<folder>): those whose body in
+    one of its .cpp files is WB_STUB(), in file and source order, each once."""
+    from pathlib import Path
+    names = []
+    for path in sorted(Path(folder).glob("*.cpp")):
+        for name, _, body in function_definitions(path.read_text(encoding="utf-8")):
+            if any("WB_STUB()" in line for line in body) and name not in names:
+                names.append(name)
+    return names

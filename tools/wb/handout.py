@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .common import ROOT, WorkbookError, cache_value, configure, run
 from .course import load_course
+from .cppscan import blank_comments, function_definitions
 
 # What a handout leaves out (paths relative to the repository; a folder ends in /).
 LEFT_OUT = ["solutions/", "tools/styles/", ".ci/", "tools/mutants/*.txt"]
@@ -130,62 +131,6 @@ def filter_presets(text):
 
 # ---- the leak check -------------------------------------------------------------------------
 
-def strip_comments(text):
-    """C++ text with comments blanked (string literals kept), line numbers unchanged."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-DEFINITION = re.compile(r"(?:^|[\s*&>:])(~?[A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)"
-                        r"[\w\s&:<>,*-]*\{")
-NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "defined",
-                 "static_assert", "decltype", "alignof", "noexcept"}
-
-
-def function_bodies(text):
-    """[(name, line, body lines)] of the function definitions in C++ TEXT (comments removed):
-    a name, its parameters in brackets and an opening brace, up to the matching brace. Lambdas
-    and blocks inside a body belong to that body."""
-    # Preprocessor lines (continued ones too) are no code of a function: blanked.
-    code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", "", strip_comments(text), flags=re.M)
-    found, pos = [], 0
-    while True:
-        m = DEFINITION.search(code, pos)
-        if not m:
-            return found
-        name = m.group(1)
-        start = m.end()  # after the opening brace
-        if name in NOT_FUNCTIONS:
-            pos = start
-            continue
-        depth, i = 1, start
-        while i < len(code) and depth:
-            depth += {"{": 1, "}": -1}.get(code[i], 0)
-            i += 1
-        body = [l.strip() for l in code[start:i - 1].splitlines()]
-        found.append((name, code.count("\n", 0, m.start(1)) + 1, [l for l in body if l]))
-        pos = i
-
-
 def distinctive(lines, public, minimum=24):
     """The lines of a body long enough to be told apart and found in no public file."""
     return [l for l in lines if len(l) >= minimum and l not in public]
@@ -209,7 +154,7 @@ def find_leaks(handout, reference, public_files):
     public = set()
     for path in public_files:
         try:
-            public |= {l.strip() for l in strip_comments(path.read_text()).splitlines()}
+            public |= {l.strip() for l in blank_comments(path.read_text()).splitlines()}
         except (OSError, UnicodeDecodeError):
             continue
     handout = Path(handout)
@@ -220,7 +165,7 @@ def find_leaks(handout, reference, public_files):
                 seen.setdefault(line, str(path.relative_to(handout)))
     leaks, checked = [], 0
     for source in sorted(Path(reference).rglob("*.cpp")):
-        for name, line, body in function_bodies(source.read_text()):
+        for name, line, body in function_definitions(source.read_text()):
             marks = distinctive(body, public)
             if not marks:
                 continue

@@ -3,6 +3,7 @@
 import re
 import textwrap
 
+from . import cppscan
 from .common import ROOT
 from .i18n import guide_of, language, say
 from .ladders import ladder_for, reference_rung
@@ -27,29 +28,21 @@ def wrap(text, indent="  ", width=96):
                      for part in text.split("\n"))
 
 
-def _code(path):
-    """A C++ file's text without its comments."""
-    text = path.read_text(encoding="utf-8")
-    return re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
-
-
 def header_functions(chapter):
     """The functions a chapter's headers declare, in header order."""
     names = []
     for path in chapter.paths():
-        if path.suffix != ".hpp" or not path.exists():
-            continue
-        for name in re.findall(r"^[A-Za-z_][\w:<>, ]*?[\s&*]+(\w+)\s*\(", _code(path), re.M):
-            if name not in names and name not in ("if", "for", "while", "return", "operator"):
-                names.append(name)
+        if path.suffix == ".hpp" and path.exists():
+            names += [n for n in cppscan.declared_functions(path.read_text(encoding="utf-8"))
+                      if n not in names]
     return names
 
 
 def declaring_header(function, chapter):
     """The chapter's header that declares FUNCTION ('chapters/8-training/optim.hpp'), or ''."""
     for path in chapter.paths():
-        if path.suffix == ".hpp" and path.exists() and re.search(
-                rf"^[A-Za-z_][\w:<>, ]*?[\s&*]+{re.escape(function)}\s*\(", _code(path), re.M):
+        if path.suffix == ".hpp" and path.exists() and cppscan.declares(
+                path.read_text(encoding="utf-8"), function):
             return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
     return ""
 

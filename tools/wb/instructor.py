@@ -12,8 +12,9 @@ from pathlib import Path
 from .common import MINIGPT_DIR, ROOT, WorkbookError, build, configure, progress_bar, run
 from .course import load_course
 from .guidecheck import check_pair, normalise_fence, normalise_formula
+from .cppscan import stub_functions
 from .ladders import (hint_file, idea_headings, key_line_leaks, key_lines, ladder_problems,
-                      load_ladders, stub_functions)
+                      load_ladders)
 from .results import (NOT_IMPLEMENTED, Outcome, build_target, first_error, relative, run_checks,
                       save_outcome, short_name)
 from .learner import check_counts
@@ -136,19 +137,9 @@ def write_signatures(path, signatures, labels):
 
 def enclosing_function(text, index):
     """The name of the C++ function whose body holds TEXT[index:], or ''."""
-    from .handout import DEFINITION, NOT_FUNCTIONS, strip_comments
+    from .cppscan import DEFINITION, NOT_FUNCTIONS, blank_comments
     # Comments blanked in place (same length), so INDEX still points at the same code.
-    code = "".join(c if c == "\n" else " " for c in text)
-    code = list(code)
-    stripped = strip_comments(text)
-    kept = iter(stripped)
-    i = j = 0
-    while i < len(text) and j < len(stripped):
-        if text[i] == stripped[j]:
-            code[i] = text[i]
-            j += 1
-        i += 1
-    code = "".join(code)
+    code = blank_comments(text)
     code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
                   code, flags=re.M)
     best, pos = "", 0
@@ -180,9 +171,9 @@ def mutated_function(mutant, text):
 def callers(helper, text, exported):
     """The functions of EXPORTED whose bodies in TEXT call or read HELPER (a function or a
     constant of the file; directly or through other helpers): who its mistake belongs to."""
-    from .handout import function_bodies
+    from .cppscan import function_definitions
     bodies = {}
-    for name, _, body in function_bodies(text):  # overloads: one body of them all
+    for name, _, body in function_definitions(text):  # overloads: one body of them all
         bodies[name] = bodies.get(name, "") + " " + " ".join(body)
     found, todo = set(), [helper]
     while todo:

@@ -128,9 +128,9 @@ def key_lines(root=ROOT, minimum=12):
     for path in sorted((root / "hints").glob("*.json")):
         folder = path.name.split(".", 1)[0]
         sources = sorted((root / "solutions" / folder).glob("*.cpp"))
-        from .handout import strip_comments
+        from .cppscan import blank_comments
         reference = [_squeeze(l) for s in sources
-                     for l in strip_comments(s.read_text(encoding="utf-8")).splitlines()]
+                     for l in blank_comments(s.read_text(encoding="utf-8")).splitlines()]
         try:
             functions = json.loads(path.read_text(encoding="utf-8")).get("functions", {})
         except ValueError:
@@ -161,14 +161,3 @@ def key_line_leaks(paths, keys, base=None):
                     found.append((str(shown), number, key[2]))
     return found
 
-
-def stub_functions(folder):
-    """The exercise functions of chapters/FOLDER: those whose body in a stub is WB_STUB()."""
-    names = []
-    for path in sorted(Path(folder).glob("*.cpp")):
-        text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
-        for match in re.finditer(r"\b(\w+)\s*\([^;{]*\)\s*(?:const\s*)?\{(?:(?!\n\}).)*?WB_STUB\(\)",
-                                 text, re.S):
-            if match.group(1) not in names:
-                names.append(match.group(1))
-    return names

@@ -15,8 +15,8 @@ from wb.classreport import (class_csv, class_markdown, class_trees, fill_unbuilt
                             summarise)
 from wb.common import ROOT, WorkbookError  # noqa: E402
 from wb.course import Chapter, Course  # noqa: E402
-from wb.handout import (filter_presets, find_leaks, function_bodies, left_out,  # noqa: E402
-                        strip_comments)
+from wb.cppscan import blank_comments, function_definitions  # noqa: E402
+from wb.handout import filter_presets, find_leaks, left_out  # noqa: E402
 from wb.instructor import extra_tests_dir, readable_lines  # noqa: E402
 from wb.results import parse_catch_xml  # noqa: E402
 
@@ -96,13 +96,13 @@ class Handout(unittest.TestCase):
         self.assertEqual(filter_presets(unchanged), (unchanged, []))
 
     def test_comments_go_strings_stay_lines_kept(self):
-        code = strip_comments('a = "// not a comment"; // gone\n/* two\nlines */ b;\n')
+        code = blank_comments('a = "// not a comment"; // gone\n/* two\nlines */ b;\n')
         self.assertIn('"// not a comment"', code)
         self.assertNotIn("gone", code)
         self.assertEqual(code.count("\n"), 3)
 
-    def test_function_bodies(self):
-        found = {name: (line, body) for name, line, body in function_bodies(REFERENCE)}
+    def test_function_definitions(self):
+        found = {name: (line, body) for name, line, body in function_definitions(REFERENCE)}
         self.assertEqual(sorted(found), ["halve", "scaled_rows"])  # no if/for, no macro
         line, body = found["scaled_rows"]
         self.assertEqual(line, 13)

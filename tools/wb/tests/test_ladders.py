@@ -10,9 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from wb.common import ROOT  # noqa: E402
+from wb.cppscan import stub_functions  # noqa: E402
 from wb.ladders import (KINDS, idea_headings, key_line_leaks, key_lines,  # noqa: E402
-                        ladder_for, ladder_problems, load_ladders, reference_rung,
-                        stub_functions)
+                        ladder_for, ladder_problems, load_ladders, reference_rung)
 from wb.i18n import use_language  # noqa: E402
 
 use_language("en")  # these screens are the English ones
