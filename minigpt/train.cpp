@@ -16,11 +16,7 @@
 #include "minigpt/data.hpp"
 #include "minigpt/fast/gpt_train.hpp"
 #include "minigpt/file_io.hpp"
-
-// OpenBLAS's own setter and getter, declared here because <cblas.h> clashes with
-// xtensor-blas' copy.
-extern "C" void openblas_set_num_threads(int num_threads);
-extern "C" int openblas_get_num_threads(void);
+#include "minigpt/serial_blas.hpp"
 
 namespace wb::minigpt {
 
@@ -105,23 +101,6 @@ float clip_grad_norm(GptParams<float>& grads, float max_norm) {
 const char* engine_name(Engine engine) { return engine == Engine::chapters ? "chapters" : "fast"; }
 
 namespace {
-
-// OpenBLAS on one thread for a scope, its previous thread count back afterwards (even when the
-// scope throws). OpenBLAS's threaded sgemm sums in another order than its serial one (the bits
-// of a [128, 32] x [32, 128] product differ between 1 and 2 threads), so the chapters engine,
-// whose products are chapter code's xt::linalg::dot, runs them on one thread: its numbers are
-// then the same for every --threads.
-struct SerialBlas {
-    int before;
-    SerialBlas() : before(openblas_get_num_threads()) {
-        if (before != 1) openblas_set_num_threads(1);
-    }
-    ~SerialBlas() {
-        if (before != 1) openblas_set_num_threads(before);
-    }
-    SerialBlas(const SerialBlas&) = delete;
-    SerialBlas& operator=(const SerialBlas&) = delete;
-};
 
 // The learner's chapters: chapter 8's readable model (chapters 1–7 inside) and its backward.
 //

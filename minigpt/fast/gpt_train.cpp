@@ -54,6 +54,7 @@
 #include "capstone/attention_kernel.hpp"
 #include "minigpt/fast/gemm.hpp"
 #include "minigpt/fast/rope_tables.hpp"
+#include "minigpt/serial_blas.hpp"
 
 namespace wb::minigpt {
 
@@ -411,20 +412,6 @@ void pack_qkv(const GptBlock<float>& w, float* wqkv, std::size_t D) {
     std::copy(w.w_k.data(), w.w_k.data() + D * D, wqkv + D * D);
     std::copy(w.w_v.data(), w.w_v.data() + D * D, wqkv + 2 * D * D);
 }
-
-// OpenBLAS runs single-threaded while a step runs (the OpenMP threads split the GEMMs), and
-// gets its previous thread count back afterwards, even when the step throws.
-struct SerialBlas {
-    int before;
-    SerialBlas() : before(openblas_get_num_threads()) {
-        if (before != 1) openblas_set_num_threads(1);
-    }
-    ~SerialBlas() {
-        if (before != 1) openblas_set_num_threads(before);
-    }
-    SerialBlas(const SerialBlas&) = delete;
-    SerialBlas& operator=(const SerialBlas&) = delete;
-};
 
 }  // namespace
 
