@@ -1,5 +1,6 @@
 #include "check.hpp"
 #include "minigpt/data.hpp"
+#include "temp_files.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,8 @@
 
 namespace {
 
+using wbtest::TempDir;
+
 using wb::FileError;
 using wb::ValueError;
 using wb::minigpt::BatchLoader;
@@ -25,24 +28,6 @@ using wb::minigpt::load_corpus;
 using wb::minigpt::split_tokens;
 
 namespace fs = std::filesystem;
-
-// A fresh directory for this test's files, removed at the end.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("wb_minigpt_data_" + std::to_string(::getpid()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string write(const std::string& name, const std::string& bytes) const {
-        const fs::path p = path / name;
-        std::ofstream(p, std::ios::binary) << bytes;
-        return p.string();
-    }
-};
 
 std::vector<std::int64_t> iota_ids(std::size_t n) {
     std::vector<std::int64_t> ids(n);

@@ -1,5 +1,6 @@
 #include "check.hpp"
 #include "minigpt/model_file.hpp"
+#include "temp_files.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +24,8 @@
 
 namespace {
 
+using wbtest::TempDir;
+
 using wb::FileError;
 using wb::ValueError;
 using wb::minigpt::Model;
@@ -38,18 +41,6 @@ Model tiny_model(std::uint64_t seed) {
     m.step = 17;
     return m;
 }
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("wb_minigpt_model_" + std::to_string(::getpid()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 bool same_params(const wb::GptParams<float>& a, const wb::GptParams<float>& b) {
     const auto ra = wb::parameters(a);

@@ -1,6 +1,7 @@
 #include "check.hpp"
 #include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
+#include "temp_files.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -26,56 +27,17 @@
 
 namespace {
 
+using wbtest::model_of;
+using wbtest::read_all;
+using wbtest::same_model;
+using wbtest::TempDir;
+using wbtest::write_all;
+
 using wb::FileError;
 using wb::minigpt::Model;
 using wb::minigpt::Tokenizer;
 
 namespace fs = std::filesystem;
-
-Model model_of(const std::string& alphabet, std::size_t T, std::size_t D, std::size_t L,
-               std::uint64_t seed) {
-    Model m;
-    m.tokenizer = Tokenizer::from_text(alphabet);
-    m.config = {m.tokenizer.size(), T, D, 2, L};
-    m.params = wb::init_gpt<float>(m.config, seed);
-    m.step = static_cast<std::int64_t>(seed);
-    return m;
-}
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& tag) {
-        path = fs::temp_directory_path() /
-               ("wb_minigpt_reliab_" + tag + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-bool same_model(const Model& a, const Model& b) {
-    if (a.tokenizer.serialize() != b.tokenizer.serialize() || a.step != b.step) return false;
-    const auto ra = wb::parameters(a.params);
-    const auto rb = wb::parameters(b.params);
-    if (ra.size() != rb.size()) return false;
-    for (std::size_t i = 0; i < ra.size(); ++i) {
-        if (ra[i].size != rb[i].size) return false;
-        if (std::memcmp(ra[i].data, rb[i].data, ra[i].size * sizeof(float)) != 0) return false;
-    }
-    return true;
-}
-
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_all(const std::string& path, const std::string& data) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
-}
 
 std::size_t files_in(const fs::path& dir) {
     std::size_t n = 0;

@@ -5,6 +5,7 @@
 #include "minigpt/model_file.hpp"
 #include "minigpt/tokenizer.hpp"
 #include "minigpt/train.hpp"
+#include "temp_files.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -40,6 +41,8 @@
 
 namespace {
 
+using wbtest::TempDir;
+
 using wb::FileError;
 using wb::ShapeError;
 using wb::ValueError;
@@ -47,20 +50,6 @@ using wb::minigpt::Model;
 using wb::minigpt::Tokenizer;
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& tag) {
-        path = fs::temp_directory_path() /
-               ("wb_minigpt_bad_" + tag + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 Model tiny_model() {
     Model m;

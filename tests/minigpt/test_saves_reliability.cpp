@@ -2,6 +2,7 @@
 #include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
 #include "minigpt/train.hpp"
+#include "temp_files.hpp"
 #include "workbook/svg.hpp"
 
 #include <cstdint>
@@ -44,35 +45,15 @@
 
 namespace {
 
+using wbtest::model_of;
+using wbtest::read_all;
+using wbtest::TempDir;
+
 using wb::FileError;
 using wb::minigpt::Model;
 using wb::minigpt::Tokenizer;
 
 namespace fs = std::filesystem;
-
-Model model_of(const std::string& alphabet, std::size_t T, std::size_t D, std::size_t L,
-               std::uint64_t seed) {
-    Model m;
-    m.tokenizer = Tokenizer::from_text(alphabet);
-    m.config = {m.tokenizer.size(), T, D, 2, L};
-    m.params = wb::init_gpt<float>(m.config, seed);
-    m.step = static_cast<std::int64_t>(seed);
-    return m;
-}
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& tag) {
-        path = fs::temp_directory_path() /
-               ("wb_minigpt_saves_" + tag + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 // The names in `dir` other than `keep`.
 std::vector<std::string> others(const fs::path& dir, const std::set<std::string>& keep) {
@@ -82,11 +63,6 @@ std::vector<std::string> others(const fs::path& dir, const std::set<std::string>
         if (keep.count(name) == 0) out.push_back(name);
     }
     return out;
-}
-
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // A process id that no longer runs: a child that has exited and been waited for.

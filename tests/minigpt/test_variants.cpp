@@ -1,4 +1,5 @@
 #include "check.hpp"
+#include "temp_files.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +41,10 @@
 // position equals the trainer's probabilities on the same tokens within 1e-4.
 
 namespace {
+
+using wbtest::read_all;
+using wbtest::TempDir;
+using wbtest::write_all;
 
 using wb::GptConfig;
 using wb::GptParams;
@@ -131,18 +136,6 @@ std::vector<double> softmax(const float* z, std::size_t V) {
     return p;
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("wb_minigpt_variant_" + std::to_string(::getpid()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 wb::minigpt::Model tiny_model(const Variant& v) {
     wb::minigpt::Model m;
     m.tokenizer = wb::minigpt::Tokenizer::from_text("abcd\n");
@@ -156,16 +149,6 @@ wb::minigpt::Model tiny_model(const Variant& v) {
     m.params = random_model(m.config, 5);
     m.variant = v;
     return m;
-}
-
-std::string read_all(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-void write_all(const std::string& path, const std::string& data) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << data;
 }
 
 }  // namespace
