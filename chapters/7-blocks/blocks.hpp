@@ -101,7 +101,7 @@ Tensor3 rms_norm(const Tensor3& x, const Tensor1& gamma, float eps = 1e-5f);
 /// \f]
 /// with \f$\Phi\f$ the standard normal CDF. Element-wise: GELU(1) = 0.8413447, GELU(-1) =
 /// -0.1586553. <!-- clause: gelu.exact-erf -->
-/// @param x any values `[B, T, N]`
+/// @param x any values `[B, T, F]`
 /// @return same shape, every element passed through GELU
 Tensor3 gelu(const Tensor3& x);
 
@@ -113,7 +113,7 @@ Tensor3 gelu(const Tensor3& x);
 /// <!-- clause: gelu_tanh.tanh-form -->
 /// Not a promise of this function: a model trained with one form should be run with the same
 /// one.
-/// @param x any values `[B, T, N]`
+/// @param x any values `[B, T, F]`
 /// @return same shape, every element passed through the approximation
 Tensor3 gelu_tanh(const Tensor3& x);
 

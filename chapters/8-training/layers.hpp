@@ -29,7 +29,7 @@ using Vec = xt::xtensor<Real, 1>;  ///< `[n]` in scalar type Real
 template <class Real>
 using Mat = xt::xtensor<Real, 2>;  ///< `[rows, cols]` in scalar type Real
 template <class Real>
-using Heads = xt::xtensor<Real, 4>;  ///< split heads `[B, H, T, d]` in scalar type Real
+using Heads = xt::xtensor<Real, 4>;  ///< split heads `[B, H, T, d]`, or weights `[B, H, T, T]`
 
 inline namespace WB_IMPL {
 

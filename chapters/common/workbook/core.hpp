@@ -37,8 +37,9 @@
 /// | `D` | model width: the size of each token's vector |
 /// | `H` | attention heads; `d = D / H` the width of one head |
 /// | `d_k`, `d_v` | width of queries/keys and of values, when one head is discussed |
-/// | `N`, `M` | number of queries and of keys, where they differ (cross attention, a cache) |
+/// | `N`, `M` | number of queries and of keys, where they differ (cross attention); with a KV cache (chapter 9) the `T` new tokens are the queries and `M` the positions held |
 /// | `N` (chapter 8) | rows of the flattened batch, `N = B·T`: `[B, T, ·]` read as `[B·T, ·]` |
+/// | `F` | the feature width of an element-wise layer (GELU, LayerNorm): `D`, or the FFN's hidden `4D` |
 /// | `V` | vocabulary size: token ids are in `[0, V)` |
 /// | `L` | number of layers (blocks) |
 ///
