@@ -186,6 +186,10 @@ Vec<float> tree_sum(std::vector<Vec<float>> mine, std::size_t M, MPI_Comm comm);
 ///         ranks, or comm is MPI_COMM_NULL <!-- clause: data_parallel_gradients.bad-args -->
 /// @throws ShapeError if tokens has fewer than 2 columns, and whatever gpt_forward throws
 ///         for the model or the ids <!-- clause: data_parallel_gradients.shapes -->
+/// @throws ValueError naming wb::data_parallel_gradients if an id of tokens is outside [0, V)
+///         (the message names the id), checked over the whole batch on every rank before any
+///         row is computed: a bad id in one rank's rows throws on every rank, so that none
+///         waits in tree_sum for a rank that has thrown <!-- clause: data_parallel_gradients.bad-id -->
 float data_parallel_gradients(const GptParams<float>& params, const GptConfig& config,
                               const TokenIds& tokens, GptParams<float>& grads, MPI_Comm comm);
 

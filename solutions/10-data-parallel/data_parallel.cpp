@@ -217,6 +217,18 @@ float data_parallel_gradients(const GptParams<float>& params, const GptConfig& c
         throw ShapeError("wb::data_parallel_gradients: tokens has shape " +
                          shape_str(tokens.shape()) + ", expected [B, T + 1] with T >= 1");
     }
+    // Every id of the whole batch, on every rank, before any row: an id seen only in one rank's
+    // rows would make that rank throw while the others wait for it in tree_sum.
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t t = 0; t < tokens.shape(1); ++t) {
+            const std::int64_t id = tokens(b, t);
+            if (id < 0 || static_cast<std::size_t>(id) >= config.V) {
+                throw ValueError("wb::data_parallel_gradients: tokens[" + num(b) + ", " + num(t) +
+                                 "] = " + std::to_string(id) + ", expected an id in [0, " +
+                                 num(config.V) + ")");
+            }
+        }
+    }
     const Shard shard = shard_range(B, rank, W);
     std::vector<Vec<float>> mine;
     GptParams<float> g = zeros_like(params);

@@ -30,8 +30,8 @@ std::vector<float> flat_of(const wb::GptParams<float>& p) {
 }
 
 // Runs SCENARIO on W ranks; fails the check with mpirun's output when the job fails.
-std::vector<std::vector<float>> ranks_of(const std::string& scenario, int W) {
-    const MpiRun run = run_mpi(scenario, W);
+std::vector<std::vector<float>> ranks_of(const std::string& scenario, int W, int seconds = 60) {
+    const MpiRun run = run_mpi(scenario, W, seconds);
     if (!run.ok) FAIL(run.report);
     REQUIRE(run.ranks.size() == static_cast<std::size_t>(W));
     return run.ranks;
@@ -300,19 +300,24 @@ TEST_CASE("data_parallel_step: 5 steps match chapter 8's training on the whole b
 
 TEST_CASE("bad calls on 2 ranks throw on every rank before any message is sent",
           "[c:tree_sum.bad-args][c:tree_sum.sizes][c:data_parallel_gradients.bad-args]"
-          "[c:data_parallel_gradients.shapes][c:data_parallel_step.errors]") {
-    const auto ranks = ranks_of("errors", 2);
+          "[c:data_parallel_gradients.shapes][c:data_parallel_gradients.bad-id]"
+          "[c:data_parallel_step.errors]") {
+    // A rank that goes on after another threw waits for it forever: 20 s end the job.
+    const auto ranks = ranks_of("errors", 2, 20);
     const char* what[] = {
         "tree_sum with M = 1 for 2 ranks: ValueError naming wb::tree_sum, M and the ranks",
         "tree_sum with no partial sum where 2 are due: ValueError naming both counts",
         "tree_sum with buffers of 3 and 4 elements: ShapeError naming both sizes",
         "data_parallel_gradients with B = 1 for 2 ranks: ValueError naming B and the ranks",
         "data_parallel_gradients with tokens [4, 1]: ShapeError naming the shape",
+        "data_parallel_gradients with an id V + 7 in the last row (rank 1's): ValueError naming "
+        "the id, on both ranks (hint: check every id of the whole batch before any row, or rank "
+        "0 waits in tree_sum for rank 1, which threw)",
         "data_parallel_step with lr = -1: ValueError naming lr",
         "data_parallel_step with lr = -1 leaves the parameters as they were"};
     for (int r = 0; r < 2; ++r) {
-        REQUIRE(ranks[r].size() == 7);
-        for (int k = 0; k < 7; ++k) {
+        REQUIRE(ranks[r].size() == 8);
+        for (int k = 0; k < 8; ++k) {
             INFO("rank " << r << ": " << what[k]);
             CHECK(ranks[r][k] == 1.0f);
         }

@@ -17,8 +17,8 @@
 
 namespace {
 
-using wbtest::Gpt2Golden;
 using wbtest::gpt2_vocab_or_fail;
+using wbtest::Gpt2Golden;
 using wbtest::Ids;
 using wbtest::read_goldens;
 using wbtest::shown;
@@ -34,8 +34,8 @@ struct Streamed {
 Streamed streamed(const std::string& text, const wb::Gpt2Vocab& vocab, std::size_t chunk) {
     std::istringstream in(text);
     Streamed out;
-    out.returned =
-        wb::gpt2_encode_stream(in, vocab, [&](std::int64_t id) { out.ids.push_back(id); }, chunk);
+    out.returned = wb::gpt2_encode_stream(
+        in, vocab, [&](std::int64_t id) { out.ids.push_back(id); }, chunk);
     return out;
 }
 
@@ -73,12 +73,10 @@ void check_streamed(const std::vector<Gpt2Golden>& goldens, const wb::Gpt2Vocab&
     }
     INFO(what << ": " << wrong << " of " << tried << " (text, chunk size) pairs streamed wrong");
     if (worst) {
-        INFO("the shortest wrong text, " << shown(worst->text) << ", read in chunks of "
-                                         << worst_chunk << " bytes:\n  yours: "
-                                         << (worst_threw ? "threw (its message is below)"
-                                                       : str(worst_out.ids))
-                                         << " (returned " << worst_out.returned
-                                         << ")\n  GPT-2: " << str(worst->ids));
+        INFO("the shortest wrong text, "
+             << shown(worst->text) << ", read in chunks of " << worst_chunk << " bytes:\n  yours: "
+             << (worst_threw ? "threw (its message is below)" : str(worst_out.ids)) << " (returned "
+             << worst_out.returned << ")\n  GPT-2: " << str(worst->ids));
         INFO(
             "hint: a chunk may end inside a UTF-8 character, and the last pieces of "
             "gpt2_pretokenize may still change when the next chunk comes (\"you'l\" + \"l\" is "
@@ -169,10 +167,9 @@ TEST_CASE("gpt2_encode_stream holds at most a chunk and two pieces, not the whol
             },
             chunk);
         const std::size_t bound = chunk + 2 * (longest + 1) + 3;
-        INFO("a " << text.size() << "-byte text in chunks of " << chunk
-                  << " bytes: at most " << most_held
-                  << " bytes were read and not yet given as ids; the header allows " << bound
-                  << " (chunk + 2 (longest piece " << longest << " + 1) + 3)");
+        INFO("a " << text.size() << "-byte text in chunks of " << chunk << " bytes: at most "
+                  << most_held << " bytes were read and not yet given as ids; the header allows "
+                  << bound << " (chunk + 2 (longest piece " << longest << " + 1) + 3)");
         INFO(
             "hint: read with in.read, one chunk at a time, and give the ids of every final "
             "piece before reading on; never read the whole stream first");
@@ -199,7 +196,8 @@ TEST_CASE("gpt2_encode_stream refuses chunk_bytes = 0 before reading anything",
     std::istringstream in("Hello world");
     std::size_t given = 0;
     WB_CHECK_THROWS(wb::ValueError,
-                    wb::gpt2_encode_stream(in, vocab, [&](std::int64_t) { ++given; }, 0),
+                    wb::gpt2_encode_stream(
+                        in, vocab, [&](std::int64_t) { ++given; }, 0),
                     "a chunk of 0 bytes never reads on: refuse it first", "wb::gpt2_encode_stream",
                     "0", "1");
     INFO("the stream's position after the refusal: " << in.tellg() << " (expected 0)");
@@ -210,17 +208,22 @@ TEST_CASE("gpt2_encode_stream refuses chunk_bytes = 0 before reading anything",
 TEST_CASE("gpt2_encode_stream refuses text that is not UTF-8, a character cut by the end too",
           "[gpt2_stream][errors][c:gpt2_encode_stream.invalid-utf8]") {
     const wb::Gpt2Vocab& vocab = gpt2_vocab_or_fail();
-    for (const std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3},
-                                    std::size_t{65536}}) {
+    for (const std::size_t chunk :
+         {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{65536}}) {
         INFO("chunks of " << chunk << " bytes");
-        std::istringstream bad("ab\xFF" "cd");
+        std::istringstream bad(
+            "ab\xFF"
+            "cd");
         WB_CHECK_THROWS(wb::ValueError,
-                        wb::gpt2_encode_stream(bad, vocab, [](std::int64_t) {}, chunk),
-                        "0xFF is never UTF-8: the pre-tokenizer refuses it", "wb::gpt2_pretokenize");
+                        wb::gpt2_encode_stream(
+                            bad, vocab, [](std::int64_t) {}, chunk),
+                        "0xFF is never UTF-8: the pre-tokenizer refuses it",
+                        "wb::gpt2_pretokenize");
         // The first two bytes of "中" (E4 B8 AD): the stream ends inside the character.
         std::istringstream cut("ab\xE4\xB8");
         WB_CHECK_THROWS(wb::ValueError,
-                        wb::gpt2_encode_stream(cut, vocab, [](std::int64_t) {}, chunk),
+                        wb::gpt2_encode_stream(
+                            cut, vocab, [](std::int64_t) {}, chunk),
                         "bytes held back for the next chunk must still be encoded (and refused) "
                         "when the stream ends",
                         "wb::gpt2_pretokenize");

@@ -229,6 +229,15 @@ std::vector<float> run(const std::string& scenario, int rank, int W) {
                                             comm);
             },
             wb::ShapeError{""}, {"wb::data_parallel_gradients", "[4, 1]"});
+        // an id outside [0, V) in the last row, which only rank W - 1 computes: every rank must
+        // refuse the batch (a rank that went on would wait in tree_sum for one that threw)
+        wb::TokenIds bad_id = dp_batch(kDpBatch, 0);
+        bad_id(kDpBatch - 1, 2) = static_cast<std::int64_t>(c.V) + 7;
+        expect(
+            [&] {
+                wb::data_parallel_gradients(wb::init_gpt<float>(c, kDpSeed), c, bad_id, g, comm);
+            },
+            wb::ValueError{""}, {"wb::data_parallel_gradients", std::to_string(c.V + 7)});
         // a bad learning rate: refused, the parameters left as they were
         wb::GptParams<float> p = wb::init_gpt<float>(c, kDpSeed);
         const std::vector<float> before = flat_of(p);

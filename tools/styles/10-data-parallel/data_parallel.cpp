@@ -256,6 +256,15 @@ float data_parallel_gradients(const GptParams<float>& params, const GptConfig& c
         throw ValueError(fn + ": a global batch of B = " + num(B) + " rows cannot give each of " +
                          to_string(W) + " ranks a row");
     }
+    // The whole batch's ids first, the same test on every rank, so all of them refuse together.
+    const auto bad = std::find_if(tokens.begin(), tokens.end(), [&](std::int64_t id) {
+        return id < 0 || id >= static_cast<std::int64_t>(config.V);
+    });
+    if (bad != tokens.end()) {
+        throw ValueError(fn + ": the id " + std::to_string(*bad) + " (element " +
+                         to_string(static_cast<int>(bad - tokens.begin())) +
+                         " of the batch) is not a token of a vocabulary of " + num(config.V));
+    }
     const Shard own = shard_range(B, rank, W);
     std::vector<Vec<float>> parts;
     parts.reserve(own.size());
