@@ -102,7 +102,10 @@ std::string loss_curves_svg(const std::vector<LossCurve>& curves, const std::str
     std::vector<svg::Series> lines;
     lines.reserve(curves.size());
     for (const LossCurve& c : curves) lines.push_back({c.name, c.step, c.loss});
-    return svg::line_chart_svg(title, "step", "held-out loss (nats per token)", lines);
+    // The runs differ by tenths of a nat or less: the axis spans the losses, not 0 to the top.
+    svg::LineChartOptions options;
+    options.y_from_zero = false;
+    return svg::line_chart_svg(title, "step", "held-out loss (nats per token)", lines, options);
 }
 
 }  // namespace wb::minigpt

@@ -43,6 +43,18 @@ TEST_CASE("read_loss_curve keeps the evaluated steps of a loss log, named by its
     CHECK(svg.find("exp-rope-1") != std::string::npos);
 }
 
+TEST_CASE("loss_curves_svg spans the losses on its y axis, not 0 to the top", "[minigpt]") {
+    // Runs that differ by hundredths of a nat: an axis from 0 would draw them as one line.
+    wb::minigpt::LossCurve c;
+    c.name = "run";
+    c.step = {1, 25, 50};
+    c.loss = {2.52, 2.41, 2.33};
+    const std::string svg = wb::minigpt::loss_curves_svg({c}, "runs");
+    INFO(svg);
+    CHECK(svg.find(">2.45<") != std::string::npos);  // a tick between the losses
+    CHECK(svg.find(">0<") == std::string::npos);     // and none at 0 (the steps start at 1)
+}
+
 TEST_CASE("read_loss_curve refuses a file that is no loss log, naming the line", "[minigpt]") {
     const char* fn = "wb::minigpt::read_loss_curve";
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::read_loss_curve(write_log("a.csv", "x,y\n1,2\n")),

@@ -49,6 +49,9 @@ struct LineChartOptions {
     /// repeats drawn once, all finite. Empty: round ticks (steps of 1, 2 or 5 times 10^k).
     std::vector<double> x_ticks;
     std::string note;  ///< a smaller grey line under the title (empty: none)
+    /// Start the y axis at 0 when every value is >= 0 (timings, rates: ratios read true);
+    /// false: the axis spans the values (loss curves, whose differences are what is read).
+    bool y_from_zero = true;
 };
 
 /// One panel of a heatmap figure: a `rows x cols` grid of values (e.g. one head's
@@ -244,7 +247,7 @@ inline std::string line_chart_svg(const std::string& title, const std::string& x
     std::sort(given.begin(), given.end());
     given.erase(std::unique(given.begin(), given.end()), given.end());
     // Start the y axis at zero for non-negative data (timings, rates), so ratios read true.
-    if (y0 >= 0) y0 = 0;
+    if (options.y_from_zero && y0 >= 0) y0 = 0;
     if (x1 == x0) {
         x0 -= 1;
         x1 += 1;
