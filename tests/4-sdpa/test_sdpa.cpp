@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -235,8 +236,8 @@ TEST_CASE(
 
 TEST_CASE("hidden keys stay at weight 0 even when every readable score is very negative",
           "[masked_softmax][mask][c:masked_softmax.hidden-zero]") {
-    // Only -inf is below every score. A finite stand-in (-1e4, -1e9) is not: with readable
-    // scores of -2e4 the hidden key would win the softmax.
+    // Only -inf is below every score. A finite stand-in is not: with readable scores of -2e4 a
+    // key hidden with -1e4 would win the softmax (the next check goes below -1e9 and -1e30).
     const Tensor4 scores = {{{{-20000.0f, -30000.0f, 5.0f}}}};  // [1, 1, 1, 3]
     const Bool3 allowed = {{{true, true, false}}};              // key 2 hidden
     // torch.softmax(torch.tensor([-20000., -30000], dtype=torch.float64), -1) = [1, 0]
@@ -245,6 +246,29 @@ TEST_CASE("hidden keys stay at weight 0 even when every readable score is very n
                    "hide keys with -infinity (std::numeric_limits<float>::infinity()), not "
                    "with a large negative number such as -1e4: a hidden key must get weight 0 "
                    "whatever the readable scores are");
+}
+
+TEST_CASE("hidden keys stay at weight 0 below any finite stand-in: -1e9, -1e30, the lowest float",
+          "[masked_softmax][mask][c:masked_softmax.hidden-zero]") {
+    // Finite scores of any size: readable scores below -1e9 (row 0), below -1e30 (row 1) and
+    // equal to the lowest float (row 2). A key hidden with any finite number ties with or beats
+    // them; zeroing the hidden weights after the softmax then leaves the row summing to 0.
+    const float lowest = std::numeric_limits<float>::lowest();  // -3.4e38, finite
+    const Tensor4 scores = {{{{-3e9f, -4e9f, 5.0f},             // [1, 1, N=3, M=3]
+                              {-1e38f, -2e38f, 0.0f},
+                              {lowest, lowest, -1.0f}}}};
+    const Bool3 allowed = {{{true, true, false}, {true, true, false}, {true, true, false}}};
+    // Rows 0 and 1: the readable scores are 1e9 and 1e38 apart, so exp gives [1, 0]; row 2:
+    // two equal readable scores share the row, [0.5, 0.5]. Key 2 is hidden in every row.
+    const Tensor4 expected = {{{{1.0f, 0.0f, 0.0f}, {1.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f}}}};
+    const Tensor4 w = wb::masked_softmax(scores, make_mask(allowed));
+    INFO("weights:" << rows_str(w));
+    INFO(
+        "hint: hide keys with -infinity, not -1e9, -1e30 or -FLT_MAX; zeroing the hidden "
+        "weights after the softmax does not repair a row whose readable keys lost to them");
+    WB_CHECK_CLOSE(w, expected, 1e-6,
+                   "the hidden key 2 must get weight exactly 0 and the readable keys must sum to "
+                   "1, whatever their (finite) scores: only -inf is below every score");
 }
 
 TEST_CASE(
