@@ -345,6 +345,24 @@ TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v",
                    "sdpa's output must be its own weights times v (output = weights @ v)");
 }
 
+TEST_CASE("attention_scores and sdpa take a q with no queries (N = 0)",
+          "[attention_scores][sdpa][c:attention_scores.scaled][c:sdpa.composition]") {
+    // N = 0 is a shape like any other: d_k = 4 >= 1 and B, H, d_k, M all fit, so no @throws of
+    // sdpa.hpp applies. The results are empty: scores and weights [1, 1, 0, 3], output
+    // [1, 1, 0, 6].
+    const Tensor4 q = xt::zeros<float>({1, 1, 0, 4});  // [B, H, N=0, d_k]
+    const Tensor4 k = xt::ones<float>({1, 1, 3, 4});   // [B, H, M=3, d_k]
+    const Tensor4 v = xt::ones<float>({1, 1, 3, 6});   // [B, H, M, d_v]
+    INFO(
+        "hint: only d_k == 0 is refused; a check that q is not empty (require_nonempty) also "
+        "refuses N = 0, which fits");
+    WB_CHECK_SHAPE(wb::attention_scores(q, k), (Shape{1, 1, 0, 3}),
+                   "no queries give no rows of scores: [B, H, 0, M], not an error");
+    const wb::Attention a = wb::sdpa(q, k, v);
+    WB_CHECK_SHAPE(a.weights, (Shape{1, 1, 0, 3}), "no queries give no rows of weights");
+    WB_CHECK_SHAPE(a.output, (Shape{1, 1, 0, 6}), "no queries give no output rows");
+}
+
 TEST_CASE("without a mask, permuting keys and values together leaves the output unchanged",
           "[sdpa][c:sdpa.composition]") {
     const std::size_t B = 1, H = 2, N = 3, M = 5, dk = 4, dv = 3;
@@ -629,4 +647,41 @@ TEST_CASE("sdpa names itself when v's H or the mask's batch does not fit",
     WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({3, 3, 5}))}),
                     "a mask's batch axis is B (2) or 1, not 3: sdpa checks it under its own name",
                     "wb::sdpa", "[3, 3, 5]");
+}
+
+TEST_CASE("with no queries (N = 0) every function still checks its shapes before returning",
+          "[attention_scores][masked_softmax][weighted_sum][sdpa][errors]"
+          "[c:attention_scores.shape-mismatch][c:attention_scores.zero-dk]"
+          "[c:masked_softmax.mask-shape][c:weighted_sum.shape-mismatch][c:sdpa.shape-mismatch]") {
+    // An empty result is no excuse to skip a check: the @throws of sdpa.hpp hold for N = 0 too.
+    using wb::ShapeError;
+    INFO(
+        "hint: an early return for an empty result (N == 0, size() == 0) must come after the "
+        "shape checks, not before them");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::attention_scores(Tensor4(xt::zeros<float>({2, 2, 0, 4})),
+                                         Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
+                    "B of q (2) and k (1) differ, even with no queries", "wb::attention_scores",
+                    "[2, 2, 0, 4]", "[1, 2, 5, 4]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::attention_scores(Tensor4(xt::zeros<float>({1, 1, 0, 0})),
+                                         Tensor4(xt::zeros<float>({1, 1, 2, 0}))),
+                    "d_k == 0 is refused even with no queries", "wb::attention_scores",
+                    "[1, 1, 0, 0]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::masked_softmax(Tensor4(xt::zeros<float>({2, 2, 0, 5})),
+                                       wb::Mask{Bool3(xt::ones<bool>({2, 4, 5}))}),
+                    "the mask's N (4) is not the scores' N (0)", "wb::masked_softmax", "[2, 4, 5]",
+                    "[2, 2, 0, 5]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::weighted_sum(Tensor4(xt::zeros<float>({2, 2, 0, 5})),
+                                     Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
+                    "B of the weights (2) and v (1) differ, even with no queries",
+                    "wb::weighted_sum", "[2, 2, 0, 5]", "[1, 2, 5, 4]");
+    WB_CHECK_THROWS(
+        ShapeError,
+        wb::sdpa(Tensor4(xt::zeros<float>({1, 2, 0, 4})), Tensor4(xt::zeros<float>({1, 2, 5, 4})),
+                 Tensor4(xt::zeros<float>({1, 2, 6, 6}))),
+        "k has 5 keys but v has 6 values, even with no queries", "wb::sdpa", "[1, 2, 0, 4]",
+        "[1, 2, 5, 4]", "[1, 2, 6, 6]");
 }
