@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -235,8 +236,8 @@ TEST_CASE(
 
 TEST_CASE("hidden keys stay at weight 0 even when every readable score is very negative",
           "[masked_softmax][mask][c:masked_softmax.hidden-zero]") {
-    // Only -inf is below every score. A finite stand-in (-1e4, -1e9) is not: with readable
-    // scores of -2e4 the hidden key would win the softmax.
+    // Only -inf is below every score. A finite stand-in is not: with readable scores of -2e4 a
+    // key hidden with -1e4 would win the softmax (the next check goes below -1e9 and -1e30).
     const Tensor4 scores = {{{{-20000.0f, -30000.0f, 5.0f}}}};  // [1, 1, 1, 3]
     const Bool3 allowed = {{{true, true, false}}};              // key 2 hidden
     // torch.softmax(torch.tensor([-20000., -30000], dtype=torch.float64), -1) = [1, 0]
@@ -245,6 +246,29 @@ TEST_CASE("hidden keys stay at weight 0 even when every readable score is very n
                    "hide keys with -infinity (std::numeric_limits<float>::infinity()), not "
                    "with a large negative number such as -1e4: a hidden key must get weight 0 "
                    "whatever the readable scores are");
+}
+
+TEST_CASE("hidden keys stay at weight 0 below any finite stand-in: -1e9, -1e30, the lowest float",
+          "[masked_softmax][mask][c:masked_softmax.hidden-zero]") {
+    // Finite scores of any size: readable scores below -1e9 (row 0), below -1e30 (row 1) and
+    // equal to the lowest float (row 2). A key hidden with any finite number ties with or beats
+    // them; zeroing the hidden weights after the softmax then leaves the row summing to 0.
+    const float lowest = std::numeric_limits<float>::lowest();  // -3.4e38, finite
+    const Tensor4 scores = {{{{-3e9f, -4e9f, 5.0f},             // [1, 1, N=3, M=3]
+                              {-1e38f, -2e38f, 0.0f},
+                              {lowest, lowest, -1.0f}}}};
+    const Bool3 allowed = {{{true, true, false}, {true, true, false}, {true, true, false}}};
+    // Rows 0 and 1: the readable scores are 1e9 and 1e38 apart, so exp gives [1, 0]; row 2:
+    // two equal readable scores share the row, [0.5, 0.5]. Key 2 is hidden in every row.
+    const Tensor4 expected = {{{{1.0f, 0.0f, 0.0f}, {1.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f}}}};
+    const Tensor4 w = wb::masked_softmax(scores, make_mask(allowed));
+    INFO("weights:" << rows_str(w));
+    INFO(
+        "hint: hide keys with -infinity, not -1e9, -1e30 or -FLT_MAX; zeroing the hidden "
+        "weights after the softmax does not repair a row whose readable keys lost to them");
+    WB_CHECK_CLOSE(w, expected, 1e-6,
+                   "the hidden key 2 must get weight exactly 0 and the readable keys must sum to "
+                   "1, whatever their (finite) scores: only -inf is below every score");
 }
 
 TEST_CASE(
@@ -319,6 +343,24 @@ TEST_CASE("sdpa has one output row per query, with N != M and d_k != d_v",
                         by_hand(b, h, i, c) += a.weights(b, h, i, j) * v(b, h, j, c);
     WB_CHECK_CLOSE(a.output, by_hand, 1e-5,
                    "sdpa's output must be its own weights times v (output = weights @ v)");
+}
+
+TEST_CASE("attention_scores and sdpa take a q with no queries (N = 0)",
+          "[attention_scores][sdpa][c:attention_scores.scaled][c:sdpa.composition]") {
+    // N = 0 is a shape like any other: d_k = 4 >= 1 and B, H, d_k, M all fit, so no @throws of
+    // sdpa.hpp applies. The results are empty: scores and weights [1, 1, 0, 3], output
+    // [1, 1, 0, 6].
+    const Tensor4 q = xt::zeros<float>({1, 1, 0, 4});  // [B, H, N=0, d_k]
+    const Tensor4 k = xt::ones<float>({1, 1, 3, 4});   // [B, H, M=3, d_k]
+    const Tensor4 v = xt::ones<float>({1, 1, 3, 6});   // [B, H, M, d_v]
+    INFO(
+        "hint: only d_k == 0 is refused; a check that q is not empty (require_nonempty) also "
+        "refuses N = 0, which fits");
+    WB_CHECK_SHAPE(wb::attention_scores(q, k), (Shape{1, 1, 0, 3}),
+                   "no queries give no rows of scores: [B, H, 0, M], not an error");
+    const wb::Attention a = wb::sdpa(q, k, v);
+    WB_CHECK_SHAPE(a.weights, (Shape{1, 1, 0, 3}), "no queries give no rows of weights");
+    WB_CHECK_SHAPE(a.output, (Shape{1, 1, 0, 6}), "no queries give no output rows");
 }
 
 TEST_CASE("without a mask, permuting keys and values together leaves the output unchanged",
@@ -605,4 +647,41 @@ TEST_CASE("sdpa names itself when v's H or the mask's batch does not fit",
     WB_CHECK_THROWS(ShapeError, wb::sdpa(q, k, v, wb::Mask{Bool3(xt::ones<bool>({3, 3, 5}))}),
                     "a mask's batch axis is B (2) or 1, not 3: sdpa checks it under its own name",
                     "wb::sdpa", "[3, 3, 5]");
+}
+
+TEST_CASE("with no queries (N = 0) every function still checks its shapes before returning",
+          "[attention_scores][masked_softmax][weighted_sum][sdpa][errors]"
+          "[c:attention_scores.shape-mismatch][c:attention_scores.zero-dk]"
+          "[c:masked_softmax.mask-shape][c:weighted_sum.shape-mismatch][c:sdpa.shape-mismatch]") {
+    // An empty result is no excuse to skip a check: the @throws of sdpa.hpp hold for N = 0 too.
+    using wb::ShapeError;
+    INFO(
+        "hint: an early return for an empty result (N == 0, size() == 0) must come after the "
+        "shape checks, not before them");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::attention_scores(Tensor4(xt::zeros<float>({2, 2, 0, 4})),
+                                         Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
+                    "B of q (2) and k (1) differ, even with no queries", "wb::attention_scores",
+                    "[2, 2, 0, 4]", "[1, 2, 5, 4]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::attention_scores(Tensor4(xt::zeros<float>({1, 1, 0, 0})),
+                                         Tensor4(xt::zeros<float>({1, 1, 2, 0}))),
+                    "d_k == 0 is refused even with no queries", "wb::attention_scores",
+                    "[1, 1, 0, 0]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::masked_softmax(Tensor4(xt::zeros<float>({2, 2, 0, 5})),
+                                       wb::Mask{Bool3(xt::ones<bool>({2, 4, 5}))}),
+                    "the mask's N (4) is not the scores' N (0)", "wb::masked_softmax", "[2, 4, 5]",
+                    "[2, 2, 0, 5]");
+    WB_CHECK_THROWS(ShapeError,
+                    wb::weighted_sum(Tensor4(xt::zeros<float>({2, 2, 0, 5})),
+                                     Tensor4(xt::zeros<float>({1, 2, 5, 4}))),
+                    "B of the weights (2) and v (1) differ, even with no queries",
+                    "wb::weighted_sum", "[2, 2, 0, 5]", "[1, 2, 5, 4]");
+    WB_CHECK_THROWS(
+        ShapeError,
+        wb::sdpa(Tensor4(xt::zeros<float>({1, 2, 0, 4})), Tensor4(xt::zeros<float>({1, 2, 5, 4})),
+                 Tensor4(xt::zeros<float>({1, 2, 6, 6}))),
+        "k has 5 keys but v has 6 values, even with no queries", "wb::sdpa", "[1, 2, 0, 4]",
+        "[1, 2, 5, 4]", "[1, 2, 6, 6]");
 }
