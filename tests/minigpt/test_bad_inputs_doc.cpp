@@ -113,10 +113,14 @@ TEST_CASE("docs/bad_inputs.md names only checks that exist, and every reproducer
             if (reliability) reproducers.insert(name);
         }
     }
-    const std::string cli = read_text(root / "minigpt/CMakeLists.txt");
-    for (const std::string& name : names_after(cli, "wb_minigpt_cli(", true)) {
-        tests.insert("cli " + name);
+    // The command-line checks: each `case_ 'NAME' ...` of cli_checks.sh is the ctest "cli NAME".
+    std::istringstream cases(read_text(root / "tests/minigpt/cli_checks.sh"));
+    for (std::string line; std::getline(cases, line);) {
+        if (line.rfind("case_ '", 0) != 0) continue;
+        const std::size_t end = line.find('\'', 7);
+        if (end != std::string::npos) tests.insert("cli " + line.substr(7, end - 7));
     }
+    const std::string cli = read_text(root / "minigpt/CMakeLists.txt");
     for (const std::string& name : names_after(cli, "add_test(NAME", true)) {
         if (name.rfind("minigpt: ", 0) == 0) tests.insert(name.substr(9));
     }
