@@ -638,6 +638,26 @@ TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M
                     "the mask's first axis is B or 1", "wb::multi_head_attention", "[3, 4, 5]");
 }
 
+TEST_CASE("multi_head_attention rejects a mask of the wrong N, or of a batch axis neither B nor 1",
+          "[mha][errors][mask][c:multi_head_attention.mask-shape]") {
+    const MhaParams p = random_params(8, 2, true, 1450);
+    auto all = [](std::size_t, std::size_t, std::size_t) { return true; };
+    const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
+    const auto x_kv = wbtest::randn<Tensor3>({2, 5, 8}, 2);
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, make_mask(2, 3, 5, all)),
+                    "compare the mask's middle axis with N = 4 (one row per query of x_q) in "
+                    "multi_head_attention, before sdpa reports it under its own name",
+                    "wb::multi_head_attention", "mask", "[2, 3, 5]");
+    // B = 4 and a mask of 2 sequences: smaller than B but not 1, so it fits no sequence.
+    const auto x_q4 = wbtest::randn<Tensor3>({4, 4, 8}, 3);
+    const auto x_kv4 = wbtest::randn<Tensor3>({4, 5, 8}, 4);
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::multi_head_attention(x_q4, x_kv4, p, make_mask(2, 4, 5, all)),
+                    "the mask's first axis is exactly B or exactly 1: 2 sequences of masks for "
+                    "B = 4 is an error too, not only more than B",
+                    "wb::multi_head_attention", "mask", "[2, 4, 5]");
+}
+
 TEST_CASE("multi_head_attention rejects empty sequences",
           "[mha][errors][c:multi_head_attention.empty]") {
     const MhaParams p = random_params(8, 2, true, 1500);
