@@ -86,7 +86,8 @@ MhaParams init_mha(std::size_t D, std::size_t H, bool bias, std::uint32_t seed);
 ///         averaged <!-- clause: multi_head_attention.weights-per-head -->
 /// @throws ShapeError (the message names wb::multi_head_attention and the shapes) if
 ///   - the parameters are inconsistent: H == 0, a weight that is not `[D, D]` (D taken from
-///     `w_q`'s input width), D == 0, D % H != 0, or a bias whose size is neither 0 nor D;
+///     `w_q`'s input width), D == 0, D % H != 0, or a bias whose size is neither 0 nor D (a
+///     bad weight or bias: the message names its projection, `w_q`, `w_k`, `w_v` or `w_o`);
 ///     <!-- clause: multi_head_attention.bad-params -->
 ///   - x_q's or x_kv's last axis is not D; <!-- clause: multi_head_attention.bad-width -->
 ///   - x_q and x_kv have different batch sizes B; <!-- clause: multi_head_attention.batch-mismatch -->

@@ -694,6 +694,7 @@ TEST_CASE("multi_head_attention checks all four projections itself, and refuses 
         MhaParams bad_weight = good, bad_bias = good;
         wb::Linear* w[4] = {&bad_weight.w_q, &bad_weight.w_k, &bad_weight.w_v, &bad_weight.w_o};
         wb::Linear* b[4] = {&bad_bias.w_q, &bad_bias.w_k, &bad_bias.w_v, &bad_bias.w_o};
+        const char* names[4] = {"w_q", "w_k", "w_v", "w_o"};
         // w_q's input width defines D, so its bad weight keeps 8 inputs and has 6 outputs.
         w[n]->weight = Tensor2::from_shape(
             {n == 0 ? std::size_t(6) : std::size_t(8), n == 0 ? std::size_t(8) : std::size_t(7)});
@@ -702,11 +703,13 @@ TEST_CASE("multi_head_attention checks all four projections itself, and refuses 
         b[n]->bias.fill(0.0f);
         WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_weight),
                         "check every projection's weight is [D, D] in multi_head_attention, "
-                        "before linear or split_heads reports it under its own name",
-                        "wb::multi_head_attention", wb::shape_str(w[n]->weight.shape()));
+                        "before linear or split_heads reports it under its own name, and name "
+                        "the projection (w_q, w_k, w_v or w_o) in the message",
+                        "wb::multi_head_attention", names[n], wb::shape_str(w[n]->weight.shape()));
         WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_bias),
-                        "every projection's bias has D entries or none: check all four",
-                        "wb::multi_head_attention", "[5]");
+                        "every projection's bias has D entries or none: check all four, and name "
+                        "the projection whose bias is wrong",
+                        "wb::multi_head_attention", names[n], "[5]");
     }
     const Tensor3 no_batch = Tensor3::from_shape({0, 4, 8});
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(no_batch, no_batch, good),
