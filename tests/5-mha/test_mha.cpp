@@ -464,6 +464,29 @@ TEST_CASE("a cross-attention mask [B, N, M] or [1, N, M] passes through to every
                    "a [1, N, M] mask is shared by every sequence of the batch and every head");
 }
 
+TEST_CASE("a query that may read no key gets zero heads, so its output row is W_O's bias",
+          "[mha][mask][c:multi_head_attention.formula]") {
+    // Chapter 4's sdpa gives such a query zero weights and a zero output in every head; the
+    // merged heads are then 0 and W_O adds only its bias. V's bias must go into V, before sdpa.
+    const auto x_q = wbtest::randn<Tensor3>({2, 3, 8}, 95);
+    const auto x_kv = wbtest::randn<Tensor3>({2, 4, 8}, 96);
+    const MhaParams p = random_params(8, 2, true, 950);
+    // Query 1 of sequence 0 may read no key; every other query reads keys 0 .. i + 1.
+    const wb::Mask mask = make_mask(2, 3, 4, [](std::size_t b, std::size_t i, std::size_t j) {
+        return !(b == 0 && i == 1) && j <= i + 1;
+    });
+    const wb::MhaResult r = wb::multi_head_attention(x_q, x_kv, p, mask);
+    Naive expected = naive_mha(x_q, x_kv, p, mask);  // its row of 0/0 is replaced below
+    for (std::size_t o = 0; o < 8; ++o) expected.output(0, 1, o) = p.w_o.bias(o);
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t j = 0; j < 4; ++j) expected.weights(0, h, 1, j) = 0.0f;
+    WB_CHECK_CLOSE(r.weights, expected.weights, 1e-5,
+                   "a query with no readable key gets all-zero weights in every head (sdpa)");
+    WB_CHECK_CLOSE(r.output, expected.output, 1e-5,
+                   "project V with its bias BEFORE sdpa: adding b_V to the heads' output "
+                   "afterwards gives a query that reads no key W_O b_V instead of zero heads");
+}
+
 TEST_CASE("without mask or positions, permuting the tokens permutes the output (notes 4)",
           "[mha][positions][c:multi_head_attention.formula]") {
     // Attention sees a set of tokens: nothing in it knows their order.
@@ -656,6 +679,9 @@ TEST_CASE("multi_head_attention rejects a mask of the wrong N, or of a batch axi
                     "the mask's first axis is exactly B or exactly 1: 2 sequences of masks for "
                     "B = 4 is an error too, not only more than B",
                     "wb::multi_head_attention", "mask", "[2, 4, 5]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, make_mask(0, 4, 5, all)),
+                    "a mask of 0 sequences is neither B nor 1: test s[0] == 1, not s[0] <= 1",
+                    "wb::multi_head_attention", "mask", "[0, 4, 5]");
 }
 
 TEST_CASE("multi_head_attention rejects empty sequences",
