@@ -86,12 +86,14 @@ MhaParams init_mha(std::size_t D, std::size_t H, bool bias, std::uint32_t seed);
 ///         averaged <!-- clause: multi_head_attention.weights-per-head -->
 /// @throws ShapeError (the message names wb::multi_head_attention and the shapes) if
 ///   - the parameters are inconsistent: H == 0, a weight that is not `[D, D]` (D taken from
-///     `w_q`'s input width), D == 0, D % H != 0, or a bias whose size is neither 0 nor D;
+///     `w_q`'s input width), D == 0, D % H != 0, or a bias whose size is neither 0 nor D (a
+///     bad weight or bias: the message names its projection, `w_q`, `w_k`, `w_v` or `w_o`);
 ///     <!-- clause: multi_head_attention.bad-params -->
 ///   - x_q's or x_kv's last axis is not D; <!-- clause: multi_head_attention.bad-width -->
 ///   - x_q and x_kv have different batch sizes B; <!-- clause: multi_head_attention.batch-mismatch -->
 ///   - B, N or M is 0 (there is nothing to attend to); <!-- clause: multi_head_attention.empty -->
-///   - the mask's shape is not `[B, N, M]` or `[1, N, M]`. <!-- clause: multi_head_attention.mask-shape -->
+///   - the mask's shape is not `[B, N, M]` or `[1, N, M]` (the message names `mask`).
+///     <!-- clause: multi_head_attention.mask-shape -->
 MhaResult multi_head_attention(const Tensor3& x_q, const Tensor3& x_kv, const MhaParams& p,
                                const std::optional<Mask>& mask = std::nullopt);
 

@@ -464,6 +464,29 @@ TEST_CASE("a cross-attention mask [B, N, M] or [1, N, M] passes through to every
                    "a [1, N, M] mask is shared by every sequence of the batch and every head");
 }
 
+TEST_CASE("a query that may read no key gets zero heads, so its output row is W_O's bias",
+          "[mha][mask][c:multi_head_attention.formula]") {
+    // Chapter 4's sdpa gives such a query zero weights and a zero output in every head; the
+    // merged heads are then 0 and W_O adds only its bias. V's bias must go into V, before sdpa.
+    const auto x_q = wbtest::randn<Tensor3>({2, 3, 8}, 95);
+    const auto x_kv = wbtest::randn<Tensor3>({2, 4, 8}, 96);
+    const MhaParams p = random_params(8, 2, true, 950);
+    // Query 1 of sequence 0 may read no key; every other query reads keys 0 .. i + 1.
+    const wb::Mask mask = make_mask(2, 3, 4, [](std::size_t b, std::size_t i, std::size_t j) {
+        return !(b == 0 && i == 1) && j <= i + 1;
+    });
+    const wb::MhaResult r = wb::multi_head_attention(x_q, x_kv, p, mask);
+    Naive expected = naive_mha(x_q, x_kv, p, mask);  // its row of 0/0 is replaced below
+    for (std::size_t o = 0; o < 8; ++o) expected.output(0, 1, o) = p.w_o.bias(o);
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t j = 0; j < 4; ++j) expected.weights(0, h, 1, j) = 0.0f;
+    WB_CHECK_CLOSE(r.weights, expected.weights, 1e-5,
+                   "a query with no readable key gets all-zero weights in every head (sdpa)");
+    WB_CHECK_CLOSE(r.output, expected.output, 1e-5,
+                   "project V with its bias BEFORE sdpa: adding b_V to the heads' output "
+                   "afterwards gives a query that reads no key W_O b_V instead of zero heads");
+}
+
 TEST_CASE("without mask or positions, permuting the tokens permutes the output (notes 4)",
           "[mha][positions][c:multi_head_attention.formula]") {
     // Attention sees a set of tokens: nothing in it knows their order.
@@ -638,6 +661,29 @@ TEST_CASE("multi_head_attention rejects a mask that is not [B, N, M] or [1, N, M
                     "the mask's first axis is B or 1", "wb::multi_head_attention", "[3, 4, 5]");
 }
 
+TEST_CASE("multi_head_attention rejects a mask of the wrong N, or of a batch axis neither B nor 1",
+          "[mha][errors][mask][c:multi_head_attention.mask-shape]") {
+    const MhaParams p = random_params(8, 2, true, 1450);
+    auto all = [](std::size_t, std::size_t, std::size_t) { return true; };
+    const auto x_q = wbtest::randn<Tensor3>({2, 4, 8}, 1);
+    const auto x_kv = wbtest::randn<Tensor3>({2, 5, 8}, 2);
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, make_mask(2, 3, 5, all)),
+                    "compare the mask's middle axis with N = 4 (one row per query of x_q) in "
+                    "multi_head_attention, before sdpa reports it under its own name",
+                    "wb::multi_head_attention", "mask", "[2, 3, 5]");
+    // B = 4 and a mask of 2 sequences: smaller than B but not 1, so it fits no sequence.
+    const auto x_q4 = wbtest::randn<Tensor3>({4, 4, 8}, 3);
+    const auto x_kv4 = wbtest::randn<Tensor3>({4, 5, 8}, 4);
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::multi_head_attention(x_q4, x_kv4, p, make_mask(2, 4, 5, all)),
+                    "the mask's first axis is exactly B or exactly 1: 2 sequences of masks for "
+                    "B = 4 is an error too, not only more than B",
+                    "wb::multi_head_attention", "mask", "[2, 4, 5]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x_q, x_kv, p, make_mask(0, 4, 5, all)),
+                    "a mask of 0 sequences is neither B nor 1: test s[0] == 1, not s[0] <= 1",
+                    "wb::multi_head_attention", "mask", "[0, 4, 5]");
+}
+
 TEST_CASE("multi_head_attention rejects empty sequences",
           "[mha][errors][c:multi_head_attention.empty]") {
     const MhaParams p = random_params(8, 2, true, 1500);
@@ -674,6 +720,7 @@ TEST_CASE("multi_head_attention checks all four projections itself, and refuses 
         MhaParams bad_weight = good, bad_bias = good;
         wb::Linear* w[4] = {&bad_weight.w_q, &bad_weight.w_k, &bad_weight.w_v, &bad_weight.w_o};
         wb::Linear* b[4] = {&bad_bias.w_q, &bad_bias.w_k, &bad_bias.w_v, &bad_bias.w_o};
+        const char* names[4] = {"w_q", "w_k", "w_v", "w_o"};
         // w_q's input width defines D, so its bad weight keeps 8 inputs and has 6 outputs.
         w[n]->weight = Tensor2::from_shape(
             {n == 0 ? std::size_t(6) : std::size_t(8), n == 0 ? std::size_t(8) : std::size_t(7)});
@@ -682,11 +729,13 @@ TEST_CASE("multi_head_attention checks all four projections itself, and refuses 
         b[n]->bias.fill(0.0f);
         WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_weight),
                         "check every projection's weight is [D, D] in multi_head_attention, "
-                        "before linear or split_heads reports it under its own name",
-                        "wb::multi_head_attention", wb::shape_str(w[n]->weight.shape()));
+                        "before linear or split_heads reports it under its own name, and name "
+                        "the projection (w_q, w_k, w_v or w_o) in the message",
+                        "wb::multi_head_attention", names[n], wb::shape_str(w[n]->weight.shape()));
         WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(x, x, bad_bias),
-                        "every projection's bias has D entries or none: check all four",
-                        "wb::multi_head_attention", "[5]");
+                        "every projection's bias has D entries or none: check all four, and name "
+                        "the projection whose bias is wrong",
+                        "wb::multi_head_attention", names[n], "[5]");
     }
     const Tensor3 no_batch = Tensor3::from_shape({0, 4, 8});
     WB_CHECK_THROWS(wb::ShapeError, wb::multi_head_attention(no_batch, no_batch, good),
