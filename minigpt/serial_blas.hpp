@@ -9,7 +9,11 @@
 
 // OpenBLAS's own setter and getter, declared here because <cblas.h> clashes with xtensor-blas'
 // copy (the same declarations as <cblas.h>'s, so a file may include both).
+/// OpenBLAS's thread count for the calls that follow (OpenBLAS's own function).
+/// @param num_threads the threads its products may use, >= 1
 extern "C" void openblas_set_num_threads(int num_threads);
+/// OpenBLAS's thread count now (OpenBLAS's own function).
+/// @return the threads its products use
 extern "C" int openblas_get_num_threads(void);
 
 namespace wb::minigpt {
