@@ -409,6 +409,20 @@ TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope][c:apply
     CHECK(turned);
 }
 
+TEST_CASE("apply_rope of an empty batch, no heads, no tokens or d = 0 is an empty result",
+          "[rope][c:apply_rope.same-angles][c:apply_rope.odd-d]") {
+    // Only an odd d, a negative offset and a bad base are errors: an empty axis rotates nothing.
+    INFO("hint: refuse neither an empty x (require_nonempty) nor d = 0, which is even");
+    for (const Shape& shape :
+         {Shape{0, 2, 3, 4}, Shape{1, 0, 3, 4}, Shape{1, 2, 0, 4}, Shape{1, 2, 3, 0}}) {
+        INFO("x " << wb::shape_str(shape));
+        const Tensor4 x = Tensor4::from_shape(shape);
+        WB_CHECK_SHAPE(wb::apply_rope(x), shape, "an empty axis gives an empty [B, H, T, d]");
+        WB_CHECK_SHAPE(wb::apply_rope(x, 5, 500.0f), shape,
+                       "at any offset and base, an empty axis gives an empty [B, H, T, d]");
+    }
+}
+
 TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1",
           "[rope][errors][c:apply_rope.odd-d][c:apply_rope.bad-value]") {
     auto x = wbtest::randn<Tensor4>({1, 2, 3, 5}, 47);
@@ -522,6 +536,14 @@ TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that wo
                         "wraps around for offsets near 2^63",
                         "wb::add_positions", std::to_string(offset), "4", "6");
     }
+}
+
+TEST_CASE("add_positions of an empty batch is an empty result",
+          "[add_positions][c:add_positions.rows]") {
+    INFO("hint: B = 0 sequences is not an error: return the empty [0, T, D] tensor");
+    const auto table = wbtest::randn<Tensor2>({6, 3}, 63);
+    WB_CHECK_SHAPE(wb::add_positions(Tensor3::from_shape({0, 4, 3}), table, 2), (Shape{0, 4, 3}),
+                   "B = 0 sequences: no row to add to, an empty [0, T, D]");
 }
 
 TEST_CASE("sinusoidal_positions of T = 0 is [0, D], and more than 2^48 elements are refused",
