@@ -208,6 +208,10 @@ TEST_CASE("add_positions rejects a D mismatch, a negative offset and positions b
     WB_CHECK_THROWS(wb::ShapeError, wb::add_positions(x, Tensor2(xt::zeros<float>({10, 6}))),
                     "the table's width must equal the embedding width D", "wb::add_positions",
                     "[2, 4, 4]", "[10, 6]");
+    // A table of width 1 would broadcast over D without any error: compare the widths with !=.
+    WB_CHECK_THROWS(wb::ShapeError, wb::add_positions(x, Tensor2(xt::zeros<float>({10, 1}))),
+                    "a narrower table is a mismatch too: [T, 1] broadcasts silently over D",
+                    "wb::add_positions", "[2, 4, 4]", "[10, 1]");
     Tensor2 table = xt::zeros<float>({6, 4});
     WB_CHECK_THROWS(wb::ValueError, wb::add_positions(x, table, -1),
                     "positions count from 0; a negative offset is a bug in the caller",
