@@ -414,7 +414,16 @@ TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope][c:apply
 }
 
 TEST_CASE("apply_rope of an empty batch, no heads, no tokens or d = 0 is an empty result",
-          "[rope][c:apply_rope.same-angles][c:apply_rope.odd-d]") {
+          "[rope][errors][c:apply_rope.same-angles][c:apply_rope.odd-d][c:apply_rope.bad-value]") {
+    // No token to rotate does not make a bad argument good: the checks come before the loops.
+    {
+        INFO("hint: check offset and d before the loops, which never run when T = 0");
+        WB_CHECK_THROWS(wb::ValueError, wb::apply_rope(Tensor4::from_shape({1, 2, 0, 4}), -1),
+                        "no tokens, but offset = -1 is still negative", "wb::apply_rope",
+                        "offset = -1");
+        WB_CHECK_THROWS(wb::ShapeError, wb::apply_rope(Tensor4::from_shape({1, 2, 0, 5})),
+                        "no tokens, but d = 5 is still odd", "wb::apply_rope", "[1, 2, 0, 5]");
+    }
     // Only an odd d, a negative offset and a bad base are errors: an empty axis rotates nothing.
     INFO("hint: refuse neither an empty x (require_nonempty) nor d = 0, which is even");
     for (const Shape& shape :
@@ -531,6 +540,10 @@ TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that wo
     // No token at all after the last row: [B, 0, D], nothing to add.
     WB_CHECK_SHAPE(wb::add_positions(Tensor3::from_shape({2, 0, 3}), table, 6), (Shape{2, 0, 3}),
                    "T = 0 tokens at offset T_max use no row: offset + T <= T_max holds");
+    // One past it, offset + T = 7 > T_max even without a token: checked before any loop runs.
+    WB_CHECK_THROWS(wb::ValueError, wb::add_positions(Tensor3::from_shape({2, 0, 3}), table, 7),
+                    "T = 0 at offset T_max + 1: offset + T > T_max; check before the token loop",
+                    "wb::add_positions", "offset = 7", "T = 0", "T_max = 6");
     // offset + T overflows int64: a check written as offset + T > T_max sees a negative sum.
     for (const std::int64_t offset :
          {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max() - 2}) {
