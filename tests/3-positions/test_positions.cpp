@@ -151,6 +151,10 @@ TEST_CASE("sinusoidal_positions rejects an odd or zero D",
     WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(4, 0),
                     "a table of width 0 is a mistake upstream; reject it",
                     "wb::sinusoidal_positions", "D = 0");
+    // No position (T = 0) does not make a bad width good: check D before returning early.
+    WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(0, 3),
+                    "T = 0 rows, but D = 3 is still odd: check D first", "wb::sinusoidal_positions",
+                    "D = 3");
 }
 
 // ---- add_positions ---------------------------------------------------------------------------
