@@ -151,6 +151,10 @@ TEST_CASE("sinusoidal_positions rejects an odd or zero D",
     WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(4, 0),
                     "a table of width 0 is a mistake upstream; reject it",
                     "wb::sinusoidal_positions", "D = 0");
+    // No position (T = 0) does not make a bad width good: check D before returning early.
+    WB_CHECK_THROWS(wb::ShapeError, wb::sinusoidal_positions(0, 3),
+                    "T = 0 rows, but D = 3 is still odd: check D first", "wb::sinusoidal_positions",
+                    "D = 3");
 }
 
 // ---- add_positions ---------------------------------------------------------------------------
@@ -208,6 +212,10 @@ TEST_CASE("add_positions rejects a D mismatch, a negative offset and positions b
     WB_CHECK_THROWS(wb::ShapeError, wb::add_positions(x, Tensor2(xt::zeros<float>({10, 6}))),
                     "the table's width must equal the embedding width D", "wb::add_positions",
                     "[2, 4, 4]", "[10, 6]");
+    // A table of width 1 would broadcast over D without any error: compare the widths with !=.
+    WB_CHECK_THROWS(wb::ShapeError, wb::add_positions(x, Tensor2(xt::zeros<float>({10, 1}))),
+                    "a narrower table is a mismatch too: [T, 1] broadcasts silently over D",
+                    "wb::add_positions", "[2, 4, 4]", "[10, 1]");
     Tensor2 table = xt::zeros<float>({6, 4});
     WB_CHECK_THROWS(wb::ValueError, wb::add_positions(x, table, -1),
                     "positions count from 0; a negative offset is a bug in the caller",
@@ -409,6 +417,29 @@ TEST_CASE("apply_rope leaves the token at position 0 unchanged", "[rope][c:apply
     CHECK(turned);
 }
 
+TEST_CASE("apply_rope of an empty batch, no heads, no tokens or d = 0 is an empty result",
+          "[rope][errors][c:apply_rope.same-angles][c:apply_rope.odd-d][c:apply_rope.bad-value]") {
+    // No token to rotate does not make a bad argument good: the checks come before the loops.
+    {
+        INFO("hint: check offset and d before the loops, which never run when T = 0");
+        WB_CHECK_THROWS(wb::ValueError, wb::apply_rope(Tensor4::from_shape({1, 2, 0, 4}), -1),
+                        "no tokens, but offset = -1 is still negative", "wb::apply_rope",
+                        "offset = -1");
+        WB_CHECK_THROWS(wb::ShapeError, wb::apply_rope(Tensor4::from_shape({1, 2, 0, 5})),
+                        "no tokens, but d = 5 is still odd", "wb::apply_rope", "[1, 2, 0, 5]");
+    }
+    // Only an odd d, a negative offset and a bad base are errors: an empty axis rotates nothing.
+    INFO("hint: refuse neither an empty x (require_nonempty) nor d = 0, which is even");
+    for (const Shape& shape :
+         {Shape{0, 2, 3, 4}, Shape{1, 0, 3, 4}, Shape{1, 2, 0, 4}, Shape{1, 2, 3, 0}}) {
+        INFO("x " << wb::shape_str(shape));
+        const Tensor4 x = Tensor4::from_shape(shape);
+        WB_CHECK_SHAPE(wb::apply_rope(x), shape, "an empty axis gives an empty [B, H, T, d]");
+        WB_CHECK_SHAPE(wb::apply_rope(x, 5, 500.0f), shape,
+                       "at any offset and base, an empty axis gives an empty [B, H, T, d]");
+    }
+}
+
 TEST_CASE("apply_rope rejects an odd d, a negative offset and a base <= 1",
           "[rope][errors][c:apply_rope.odd-d][c:apply_rope.bad-value]") {
     auto x = wbtest::randn<Tensor4>({1, 2, 3, 5}, 47);
@@ -513,6 +544,10 @@ TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that wo
     // No token at all after the last row: [B, 0, D], nothing to add.
     WB_CHECK_SHAPE(wb::add_positions(Tensor3::from_shape({2, 0, 3}), table, 6), (Shape{2, 0, 3}),
                    "T = 0 tokens at offset T_max use no row: offset + T <= T_max holds");
+    // One past it, offset + T = 7 > T_max even without a token: checked before any loop runs.
+    WB_CHECK_THROWS(wb::ValueError, wb::add_positions(Tensor3::from_shape({2, 0, 3}), table, 7),
+                    "T = 0 at offset T_max + 1: offset + T > T_max; check before the token loop",
+                    "wb::add_positions", "offset = 7", "T = 0", "T_max = 6");
     // offset + T overflows int64: a check written as offset + T > T_max sees a negative sum.
     for (const std::int64_t offset :
          {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max() - 2}) {
@@ -522,6 +557,14 @@ TEST_CASE("add_positions accepts offset + T == T_max and refuses offsets that wo
                         "wraps around for offsets near 2^63",
                         "wb::add_positions", std::to_string(offset), "4", "6");
     }
+}
+
+TEST_CASE("add_positions of an empty batch is an empty result",
+          "[add_positions][c:add_positions.rows]") {
+    INFO("hint: B = 0 sequences is not an error: return the empty [0, T, D] tensor");
+    const auto table = wbtest::randn<Tensor2>({6, 3}, 63);
+    WB_CHECK_SHAPE(wb::add_positions(Tensor3::from_shape({0, 4, 3}), table, 2), (Shape{0, 4, 3}),
+                   "B = 0 sequences: no row to add to, an empty [0, T, D]");
 }
 
 TEST_CASE("sinusoidal_positions of T = 0 is [0, D], and more than 2^48 elements are refused",
