@@ -215,6 +215,34 @@ TEST_CASE("attention_forward stays finite for scaled scores of ±1000",
     CHECK(finite);
 }
 
+TEST_CASE("attention_forward on a row whose scores are all -1000 gives its values, lse -1000",
+          "[attention_forward][forward][stability][c:attention_forward.output]"
+          "[c:attention_forward.lse]") {
+    // c = sqrt(2000), d = 4: scores q·k / 2. q_0 = q_1 = -c e0, k_0 = c e0, k_1 = 0.5 c e0.
+    // Row 0: score -1000 → out = v0, lse = -1000. Row 1: scores -1000, -500 → out = v1 (v0's
+    // weight is e^-500), lse = -500 + log(1 + e^-500) = -500. Every score of these rows is far
+    // below 0: a running max started at 0 gives exp(-1000 - 0) = 0, l = 0 and out = 0 / 0.
+    const float c = std::sqrt(2000.0f);
+    Cf q = xt::zeros<float>({1, 1, 2, 4});
+    Cf k = xt::zeros<float>({1, 1, 2, 4});
+    q(0, 0, 0, 0) = -c;
+    q(0, 0, 1, 0) = -c;
+    k(0, 0, 0, 0) = c;
+    k(0, 0, 1, 0) = 0.5f * c;
+    const Cf v = {{{{1, 2, 3, 4}, {-1, -2, -3, -4}}}};
+    Lse lse;
+    const Cf out = wb::attention_forward(q, k, v, lse);
+    const Cf expected = {{{{1, 2, 3, 4}, {-1, -2, -3, -4}}}};
+    INFO(
+        "hint: start the running max at m = -inf, not 0: with every score at -1000 an m of 0 "
+        "makes every exp(s - m) underflow to 0, so l = 0 and out = 0 / 0");
+    WB_CHECK_CLOSE(out, expected, 1e-5,
+                   "the softmax of scores that are all very negative is still a weighted "
+                   "average of v: the max shift uses the row's own maximum, -1000 here");
+    const Lse expected_lse = {{{-1000.0f, -500.0f}}};
+    WB_CHECK_CLOSE(lse, expected_lse, 1e-5, "lse = m + log(l) with m the row's max score");
+}
+
 // ---- backward --------------------------------------------------------------------------------
 
 TEST_CASE("attention_backward matches PyTorch's autograd on the hand example",
@@ -470,4 +498,45 @@ TEST_CASE(
     WB_CHECK_THROWS(wb::ShapeError,
                     wb::attention_backward(q, q, q, other_batch, lse, q, dq, dk, dv),
                     "out must have q's shape", "wb::attention_backward", "[3, 2, 4, 3]");
+}
+
+TEST_CASE("the wrappers reject a tensor of q's size in another shape, lse included",
+          "[attention_forward][attention_backward][errors]"
+          "[c:attention_forward.wrapper-shape-mismatch]"
+          "[c:attention_backward.wrapper-shape-mismatch]") {
+    // Each bad tensor holds exactly as many elements as the right one: a check of the element
+    // count (size()) accepts it, only a check of the shape refuses it.
+    const Cf q = randn4(1, 2, 3, 4, 21);
+    const Cf swapped = randn4(1, 2, 4, 3, 22);  // T and d exchanged: 24 elements, like q
+    Lse lse;
+    INFO("hint: compare the whole shape with require_shape, not the element count");
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_forward(q, swapped, q, lse),
+                    "k must have q's shape, not only its number of elements",
+                    "wb::attention_forward", "[1, 2, 4, 3]", "[1, 2, 3, 4]");
+    const Cf out = wb::attention_forward(q, q, q, lse);
+    Cf dq, dk, dv;
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_backward(q, q, q, swapped, lse, q, dq, dk, dv),
+                    "out must have q's shape, not only its number of elements",
+                    "wb::attention_backward", "[1, 2, 4, 3]", "[1, 2, 3, 4]");
+    WB_CHECK_THROWS(wb::ShapeError, wb::attention_backward(q, q, q, out, lse, swapped, dq, dk, dv),
+                    "dout must have q's shape, not only its number of elements",
+                    "wb::attention_backward", "[1, 2, 4, 3]", "[1, 2, 3, 4]");
+    const Lse lse_swapped = xt::zeros<float>({1, 3, 2});  // [B, T, H]: 6 values, like [1, 2, 3]
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::attention_backward(q, q, q, out, lse_swapped, q, dq, dk, dv),
+                    "lse is [B, H, T], not any tensor of B·H·T values", "wb::attention_backward",
+                    "[1, 3, 2]", "[1, 2, 3]");
+}
+
+TEST_CASE("attention_backward wrapper rejects an empty q with a ShapeError, as the forward does",
+          "[attention_backward][errors][c:attention_backward.wrapper-shape-mismatch]") {
+    // Every tensor agrees with q's shape [2, 2, 0, 3]; only the axis of size 0 is wrong. The raw
+    // kernel would refuse it too, but with its own ValueError: the wrapper checks first.
+    const Cf empty = xt::zeros<float>({2, 2, 0, 3});
+    const Lse lse = xt::zeros<float>({2, 2, 0});
+    Cf dq, dk, dv;
+    INFO("hint: call require_nonempty on q in the backward wrapper too, before the raw kernel");
+    WB_CHECK_THROWS(
+        wb::ShapeError, wb::attention_backward(empty, empty, empty, empty, lse, empty, dq, dk, dv),
+        "an empty q has no rows to attend from", "wb::attention_backward", "[2, 2, 0, 3]");
 }

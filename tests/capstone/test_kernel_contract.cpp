@@ -109,6 +109,14 @@ TEST_CASE("the wrappers resize their outputs from any shape and give the raw ker
     CHECK(same_bits(std::vector<float>(out_w.begin(), out_w.end()), out));
     CHECK(same_bits(std::vector<float>(lse_w.begin(), lse_w.end()), lse));
 
+    Lse lse_27 = xt::ones<float>({3, 9, 1}) * 7.0f;  // the right size, 27, in another shape
+    (void)wb::attention_forward(q, k, v, lse_27);
+    INFO(
+        "an lse of the right size but another shape is reshaped too: resize it whatever it "
+        "was, not only when its element count differs");
+    REQUIRE(wbtest::shape_of(lse_27) == wb::Shape({1, 3, 9}));
+    CHECK(same_bits(std::vector<float>(lse_27.begin(), lse_27.end()), lse));
+
     // dq of another size, dk of the right size but another shape, dv of the right shape.
     Cf dq_w = xt::ones<float>({2, 1, 1, 3}), dk_w = xt::ones<float>({3, 1, 9, 4});
     Cf dv_w = xt::ones<float>({1, 3, 9, 4});
