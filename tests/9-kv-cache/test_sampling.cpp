@@ -181,6 +181,21 @@ TEST_CASE("top_p keeps the smallest nucleus whose mass reaches top_p",
                    "top_p = 1 keeps every token");
 }
 
+TEST_CASE("top_p = 1 is off: a token too unlikely to move the cumulative sum keeps its probability",
+          "[sampling_distribution][c:sampling_distribution.top-p]"
+          "[c:sampling_distribution.returns-distribution]") {
+    // math: softmax([0, -40]) = [1 - 4.2483542552915889e-18, 4.2483542552915889e-18]. In double
+    // the first probability is exactly 1.0, so a top-p pass run at top_p = 1 stops after it and
+    // sets the second to 0; with top-p off it keeps 4.25e-18 (a normal float).
+    const std::vector<float> p =
+        wb::sampling_distribution(wb::Vec<float>{0.0f, -40.0f}, opts(1.0f, 0, 1.0f));
+    INFO(
+        "hint: run top-p only when top_p < 1: at top_p = 1 the cumulative sum reaches 1.0 "
+        "before the last tokens and the filter drops them");
+    INFO("p = [" << p[0] << ", " << p[1] << "], expected [1, 4.2483543e-18]");
+    CHECK(std::fabs(p[1] / 4.2483542552915889e-18 - 1.0) < 1e-5);
+}
+
 TEST_CASE("the filters run in the order temperature, top-k, top-p",
           "[sampling_distribution][c:sampling_distribution.filter-order]") {
     // τ = 2: [0.101536324, 0.167405097, 0.276004345, 0.455054234]
@@ -388,6 +403,13 @@ TEST_CASE("generate rejects a too long request, an empty prompt and bad ids befo
                     "prefill needs at least one token", "wb::generate");
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, 11}, 2, wb::SamplingOptions{}, 0),
                     "ids must be in [0, V)", "wb::generate", "11");
+    {
+        INFO(
+            "hint: a negative id is outside [0, V) too: generate tests id < 0 itself, before "
+            "prefill reports it under its own name");
+        WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, -1}, 2, wb::SamplingOptions{}, 0),
+                        "ids must be in [0, V): -1 is below it", "wb::generate", "-1");
+    }
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1}, 2, opts(1.0f, 0, 2.0f), 0),
                     "options are checked up front", "wb::generate", "top_p");
     // Exactly T_max tokens is allowed.
