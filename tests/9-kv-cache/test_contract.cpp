@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iomanip>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -213,6 +214,43 @@ TEST_CASE("sample draws u = uniform_real_distribution<double>(0, 1)(rng) once an
             INFO("after sample, the generator must have advanced by exactly that one draw");
             REQUIRE(rng == copy);
         }
+    }
+}
+
+TEST_CASE("sample's u is a double: draws that rounding to float would move onto the next token",
+          "[sample][c:sample.inverse-cdf]") {
+    // 1024 equal logits: every probability is 1/1024 and every cumulative sum i/1024 is exact in
+    // float and in double, so the header's token is floor(u * 1024) whatever the precision of
+    // the sums. A u in float keeps 24 bits: when the double u lies just below a boundary i/1024,
+    // float(u) rounds up onto it and gives token i, one too many. The first three such draws of
+    // the seed (found with a second generator) are each one call of sample.
+    constexpr std::size_t V = 1024;
+    const wb::Vec<float> flat = xt::zeros<float>({V});
+    const std::uint64_t seed = 20240611;
+    std::mt19937_64 scan(seed);
+    std::vector<std::uint64_t> hits;
+    for (std::uint64_t draw = 0; draw < 4000000 && hits.size() < 3; ++draw) {
+        const double u = std::uniform_real_distribution<double>(0.0, 1.0)(scan);
+        const double as_float = static_cast<float>(u);
+        if (std::floor(as_float * V) != std::floor(u * V)) hits.push_back(draw);
+    }
+    REQUIRE(hits.size() == 3);
+    std::mt19937_64 rng(seed);
+    std::uint64_t at = 0;
+    for (const std::uint64_t draw : hits) {
+        rng.discard(draw - at);
+        std::mt19937_64 copy = rng;
+        const double u = std::uniform_real_distribution<double>(0.0, 1.0)(copy);
+        const auto want = static_cast<std::int64_t>(std::floor(u * V));
+        const std::int64_t got = wb::sample(flat, opts(1.0f, 0, 1.0f), rng);
+        INFO(
+            "hint: draw u with std::uniform_real_distribution<double>, not <float>: a float u "
+            "is rounded onto the next boundary");
+        INFO("draw " << draw << ": u = " << std::setprecision(17) << u << " over 1024 equal "
+                     << "logits must give id floor(u * 1024) = " << want << ", sample gave "
+                     << got);
+        REQUIRE(got == want);
+        at = draw + 1;
     }
 }
 

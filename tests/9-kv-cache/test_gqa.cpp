@@ -300,6 +300,11 @@ TEST_CASE("gqa_attention rejects empty axes and mismatched shapes",
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k, v_short, false),
                     "k and v must have the same shape [B, H_kv, M, d]", "wb::gqa_attention",
                     "[2, 2, 6, 5]", "[2, 2, 5, 5]");
+    const Heads v_wide = wbtest::randn<Heads>({2, 2, 6, 7}, 967);
+    INFO("hint: compare every axis of k and v, the head width d included, not only B, H_kv, M");
+    WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k, v_wide, false),
+                    "v's head width 7 differs from k's 5: k and v must have the same shape",
+                    "wb::gqa_attention", "[2, 2, 6, 5]", "[2, 2, 6, 7]");
     const Heads k_b = wbtest::randn<Heads>({3, 2, 6, 5}, 965);
     WB_CHECK_THROWS(wb::ShapeError, wb::gqa_attention(q, k_b, k_b, false),
                     "q and k must have the same B", "wb::gqa_attention", "[2, 4, 3, 5]",

@@ -249,6 +249,22 @@ TEST_CASE("prefill then decode_step matches the full forward at every position",
     }
 }
 
+TEST_CASE("with three layers, prefill masks every layer: decode then equals the full forward",
+          "[prefill][decode_step][c:prefill.fills-cache][c:decode_step.matches-full-forward]") {
+    // With L = 2 the last layer's mask changes only the positions before the last, which feed
+    // no cache and no logits. With L = 3 layer 1's outputs are layer 2's keys and values: a
+    // prefill that leaves a middle layer unmasked caches, in layer 2, keys that saw the future.
+    wb::GptConfig c = small_config();
+    c.L = 3;
+    INFO(
+        "hint: hand causal_mask(T) to sdpa in every layer of prefill (a std::optional<Mask> "
+        "moved into the first layer's call is empty in the next ones)");
+    check_prompts_of_1_3_and_T_max_minus_1(
+        c, 31,
+        "L = 3, learned positions: prefill then decode_step must equal the full forward, every "
+        "layer of prefill under the causal mask");
+}
+
 TEST_CASE("decoding from a one-token prompt matches the full forward",
           "[decode_step][c:decode_step.matches-full-forward][c:prefill.prompt-length]") {
     const wb::GptConfig c = small_config();
@@ -528,6 +544,14 @@ TEST_CASE("prefill rejects bad prompts, a used cache and a cache of the wrong sh
     bad_id(1, 2) = 11;
     WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, bad_id, cache), "ids must be in [0, V)",
                     "wb::prefill", "[1, 2]", "11");
+    {
+        bad_id(1, 2) = -1;
+        INFO(
+            "hint: a negative id is outside [0, V) too: test id < 0 as well as id >= V, before "
+            "embed reports it under its own name");
+        WB_CHECK_THROWS(wb::ValueError, wb::prefill(p, c, bad_id, cache),
+                        "ids must be in [0, V): -1 is below it", "wb::prefill", "[1, 2]", "-1");
+    }
     const wb::TokenIds three = xt::zeros<std::int64_t>({3, 2});
     WB_CHECK_THROWS(wb::ShapeError, wb::prefill(p, c, three, cache),
                     "the cache was made for B = 2 sequences", "wb::prefill", "[2, 2, 8, 4]",

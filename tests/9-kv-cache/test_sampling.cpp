@@ -54,6 +54,17 @@ TEST_CASE("greedy picks the argmax, the lowest id on ties", "[greedy][c:greedy.f
     CHECK(wb::greedy(wb::Vec<float>{-3.0f, -2.0f, -5.0f}) == 1);
 }
 
+TEST_CASE("greedy compares the logits themselves, also where float probabilities round equal",
+          "[greedy][c:greedy.first-argmax]") {
+    // softmax([0, 1e-8]) = [0.4999999975, 0.5000000025]: both round to 0.5 in float, so the
+    // argmax of a float distribution ties and keeps id 0, while the largest logit is id 1.
+    INFO(
+        "hint: take the argmax of the logits, not of sampling_distribution's float "
+        "probabilities: the softmax keeps the order but rounds close ones to the same value");
+    CHECK(wb::greedy(wb::Vec<float>{0.0f, 1e-8f}) == 1);
+    CHECK(wb::greedy(wb::Vec<float>{-2.0f, 0.0f, 1e-8f, -1.0f}) == 2);
+}
+
 TEST_CASE("temperature 1 gives the plain softmax of the logits",
           "[sampling_distribution][c:sampling_distribution.temperature]") {
     // math: softmax([1, 2, 3, 4]) = [0.0320586033, 0.0871443187, 0.236882818, 0.64391426]
@@ -90,6 +101,28 @@ TEST_CASE("low temperature approaches greedy, high temperature flattens",
     WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(100.0f, 0, 1.0f))),
                    (wb::Vec<float>{0.246262593f, 0.248737573f, 0.251237428f, 0.253762406f}), kTol,
                    "τ = 100 is almost uniform");
+}
+
+TEST_CASE("the softmax is shifted by the maximum of z / τ, so large logits stay finite at any τ",
+          "[sampling_distribution][c:sampling_distribution.temperature]") {
+    // Shifting every logit by c shifts every z / τ by c / τ: the distribution does not change.
+    // math: softmax([1001, ..., 1004] / 0.5) = softmax([1, 2, 3, 4] / 0.5)
+    //     = [0.00214400878, 0.0158422012, 0.117058913, 0.864954877]
+    INFO(
+        "hint: subtract the maximum of z / τ, not the maximum of z: at τ = 0.5 the logits "
+        "1001..1004 become 2002..2008, and exp(2008 - 1004) overflows to inf");
+    WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(
+                       wb::Vec<float>{1001.0f, 1002.0f, 1003.0f, 1004.0f}, opts(0.5f, 0, 1.0f))),
+                   (wb::Vec<float>{0.00214400878f, 0.0158422012f, 0.117058913f, 0.864954877f}),
+                   kTol, "logits 1001..1004 at τ = 0.5 give the distribution of 1..4 at τ = 0.5");
+    // math: softmax([-3004, ..., -3001] / 2) = softmax([1, 2, 3, 4] / 2)
+    //     = [0.101536324, 0.167405097, 0.276004345, 0.455054234]
+    WB_CHECK_CLOSE(
+        as_vec(wb::sampling_distribution(wb::Vec<float>{-3004.0f, -3003.0f, -3002.0f, -3001.0f},
+                                         opts(2.0f, 0, 1.0f))),
+        (wb::Vec<float>{0.101536324f, 0.167405097f, 0.276004345f, 0.455054234f}), kTol,
+        "logits -3004..-3001 at τ = 2 give the distribution of 1..4 at τ = 2 (z / τ is about "
+        "-1500: shifted by the maximum of z, -3001, it would be exp(1499) = inf)");
 }
 
 TEST_CASE("top_k keeps exactly the k most likely tokens, renormalised",
@@ -146,6 +179,21 @@ TEST_CASE("top_p keeps the smallest nucleus whose mass reaches top_p",
     WB_CHECK_CLOSE(as_vec(wb::sampling_distribution(logits_1234(), opts(1.0f, 0, 1.0f))),
                    (wb::Vec<float>{0.0320586033f, 0.0871443187f, 0.236882818f, 0.64391426f}), kTol,
                    "top_p = 1 keeps every token");
+}
+
+TEST_CASE("top_p = 1 is off: a token too unlikely to move the cumulative sum keeps its probability",
+          "[sampling_distribution][c:sampling_distribution.top-p]"
+          "[c:sampling_distribution.returns-distribution]") {
+    // math: softmax([0, -40]) = [1 - 4.2483542552915889e-18, 4.2483542552915889e-18]. In double
+    // the first probability is exactly 1.0, so a top-p pass run at top_p = 1 stops after it and
+    // sets the second to 0; with top-p off it keeps 4.25e-18 (a normal float).
+    const std::vector<float> p =
+        wb::sampling_distribution(wb::Vec<float>{0.0f, -40.0f}, opts(1.0f, 0, 1.0f));
+    INFO(
+        "hint: run top-p only when top_p < 1: at top_p = 1 the cumulative sum reaches 1.0 "
+        "before the last tokens and the filter drops them");
+    INFO("p = [" << p[0] << ", " << p[1] << "], expected [1, 4.2483543e-18]");
+    CHECK(std::fabs(p[1] / 4.2483542552915889e-18 - 1.0) < 1e-5);
 }
 
 TEST_CASE("the filters run in the order temperature, top-k, top-p",
@@ -355,6 +403,13 @@ TEST_CASE("generate rejects a too long request, an empty prompt and bad ids befo
                     "prefill needs at least one token", "wb::generate");
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, 11}, 2, wb::SamplingOptions{}, 0),
                     "ids must be in [0, V)", "wb::generate", "11");
+    {
+        INFO(
+            "hint: a negative id is outside [0, V) too: generate tests id < 0 itself, before "
+            "prefill reports it under its own name");
+        WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1, -1}, 2, wb::SamplingOptions{}, 0),
+                        "ids must be in [0, V): -1 is below it", "wb::generate", "-1");
+    }
     WB_CHECK_THROWS(wb::ValueError, wb::generate(p, c, {1}, 2, opts(1.0f, 0, 2.0f), 0),
                     "options are checked up front", "wb::generate", "top_p");
     // Exactly T_max tokens is allowed.
