@@ -802,3 +802,31 @@ TEST_CASE(
     CHECK(std::isnan(wb::max_abs_diff(inf, inf)));
     CHECK(wb::max_abs_diff(wb::Array::from_shape({0, 3}), wb::Array::from_shape({0, 3})) == 0.0f);
 }
+
+TEST_CASE("var subtracts the mean first: values shifted by 10000 keep their variance",
+          "[reductions][c:var.values]") {
+    // [10001, 10002, 10003, 10004] is [1, 2, 3, 4] + 10000: the same deviations from the mean
+    // (10002.5, exact in float), so the same variances, 1.25 and 5/3 (by hand, guide §5).
+    // In float, E[x^2] - E[x]^2 subtracts two numbers near 1.0e8, where floats are 8 apart.
+    INFO(
+        "hint: sum the squared deviations (x - mean)^2; the mean of the squares minus the "
+        "square of the mean loses every digit in float when the values sit far from 0");
+    const wb::Array v = {10001, 10002, 10003, 10004};
+    WB_CHECK_CLOSE(wb::var(v, 0, 0, false), wb::Array(1.25f), 1e-5,
+                   "correction 0: squared deviations 5, divided by n = 4");
+    WB_CHECK_CLOSE(wb::var(v, -1, 1, false), wb::Array(1.6666666f), 1e-5,
+                   "correction 1: squared deviations 5, divided by n - 1 = 3");
+}
+
+TEST_CASE("max_abs_diff is |a - b| also where a and b have opposite signs",
+          "[comparing][c:max_abs_diff.value]") {
+    // (torch.tensor([1., -2]) - torch.tensor([-1., 2])).abs().max() = 4 (by hand: |-2 - 2|).
+    const wb::Array a = {1.0f, -2.0f};
+    const wb::Array b = {-1.0f, 2.0f};
+    const float got = wb::max_abs_diff(a, b);
+    INFO("expected max(|1 - (-1)|, |-2 - 2|) = 4, got "
+         << got
+         << "\nhint: take |a - b|, not ||a| - |b||: -2 and 2 have the same size but are 4 "
+            "apart");
+    CHECK(got == Approx(4.0f).epsilon(1e-6));
+}
