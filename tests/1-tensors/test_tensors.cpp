@@ -830,3 +830,35 @@ TEST_CASE("max_abs_diff is |a - b| also where a and b have opposite signs",
             "apart");
     CHECK(got == Approx(4.0f).epsilon(1e-6));
 }
+
+TEST_CASE("the indexing functions refuse only T == 0: an empty batch or empty tokens are fine",
+          "[indexing][c:last_token.values][c:last_token_keep.values][c:drop_last_token.values]") {
+    // Only T == 0 leaves no last token (tensors.hpp); B == 0 or D == 0 with T = 3 still has
+    // one: the results are empty tensors of the promised shapes (by hand).
+    INFO(
+        "hint: test T == 0 (x.shape(1)), not x.size() == 0: a [0, 3, 4] or [2, 3, 0] tensor "
+        "has tokens");
+    for (const wb::Shape& shape : {wb::Shape{0, 3, 4}, wb::Shape{2, 3, 0}}) {
+        const wb::Tensor3 x = wb::Tensor3::from_shape({shape[0], shape[1], shape[2]});
+        const std::size_t B = shape[0], D = shape[2];
+        INFO("x has shape " << wb::shape_str(shape));
+        WB_CHECK_SHAPE(wb::last_token(x), (wb::Shape{B, D}), "x[:, -1, :] is [B, D]");
+        WB_CHECK_SHAPE(wb::last_token_keep(x), (wb::Shape{B, 1, D}), "x[:, -1:, :] is [B, 1, D]");
+        WB_CHECK_SHAPE(wb::drop_last_token(x), (wb::Shape{B, 2, D}),
+                       "x[:, :-1, :] is [B, T - 1, D]");
+    }
+}
+
+TEST_CASE("mean refuses only an empty reduced axis: another empty axis gives an empty result",
+          "[reductions][errors][c:mean.empty-axis][c:mean.values]") {
+    // x [0, 3]: axis 1 holds 3 values in each of the 0 rows, so its mean is empty, shape [0]
+    // (torch.zeros(0, 3).mean(1) has shape [0]); axis 0 holds no values and is refused.
+    INFO(
+        "hint: refuse when the reduced axis has size 0 (x.shape(axis)), not whenever x has no "
+        "elements");
+    const wb::Array x = wb::Array::from_shape({0, 3});
+    WB_CHECK_SHAPE(wb::mean(x, 1, false), (wb::Shape{0}), "axis 1 of [0, 3] has 3 values");
+    WB_CHECK_SHAPE(wb::mean(x, -1, true), (wb::Shape{0, 1}), "keepdims keeps axis 1 with size 1");
+    WB_CHECK_THROWS(wb::ShapeError, wb::mean(x, 0, false), "the mean of no numbers is undefined",
+                    "wb::mean", "[0, 3]");
+}
