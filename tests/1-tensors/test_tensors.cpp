@@ -4,6 +4,10 @@
 #include "1-tensors/tensors.hpp"
 #include "check.hpp"
 
+#if WB_CATCH2_MAJOR >= 3
+#include <catch2/matchers/catch_matchers_string.hpp>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -861,4 +865,20 @@ TEST_CASE("mean refuses only an empty reduced axis: another empty axis gives an 
     WB_CHECK_SHAPE(wb::mean(x, -1, true), (wb::Shape{0, 1}), "keepdims keeps axis 1 with size 1");
     WB_CHECK_THROWS(wb::ShapeError, wb::mean(x, 0, false), "the mean of no numbers is undefined",
                     "wb::mean", "[0, 3]");
+}
+
+TEST_CASE("last_token's error names wb::last_token itself, not wb::last_token_keep",
+          "[indexing][errors][c:last_token.no-tokens]") {
+    // "wb::last_token" is the start of "wb::last_token_keep": a message naming the other
+    // function would pass a plain search for the name, so this asks for the whole name.
+    INFO(
+        "hint: the message of wb::last_token must name wb::last_token (a copied check that "
+        "still says wb::last_token_keep names the wrong function)");
+    const wb::Tensor3 empty = wb::Tensor3::from_shape({2, 0, 8});
+    // The exception's type first: a stub's NotImplemented, whose message starts with
+    // "wb::last_token", stops the check here.
+    WB_CHECK_THROWS(wb::ShapeError, wb::last_token(empty),
+                    "x[:, -1, :] needs T >= 1; name the function and the shape received",
+                    "wb::last_token", "[2, 0, 8]");
+    CHECK_THROWS_WITH(wb::last_token(empty), Catch::Matchers::Matches(R"(.*\bwb::last_token\b.*)"));
 }
