@@ -4,6 +4,10 @@
 #include "1-tensors/tensors.hpp"
 #include "check.hpp"
 
+#if WB_CATCH2_MAJOR >= 3
+#include <catch2/matchers/catch_matchers_string.hpp>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -801,4 +805,80 @@ TEST_CASE(
     CHECK(std::isnan(wb::max_abs_diff(nan_first, ref)));
     CHECK(std::isnan(wb::max_abs_diff(inf, inf)));
     CHECK(wb::max_abs_diff(wb::Array::from_shape({0, 3}), wb::Array::from_shape({0, 3})) == 0.0f);
+}
+
+TEST_CASE("var subtracts the mean first: values shifted by 10000 keep their variance",
+          "[reductions][c:var.values]") {
+    // [10001, 10002, 10003, 10004] is [1, 2, 3, 4] + 10000: the same deviations from the mean
+    // (10002.5, exact in float), so the same variances, 1.25 and 5/3 (by hand, guide §5).
+    // In float, E[x^2] - E[x]^2 subtracts two numbers near 1.0e8, where floats are 8 apart.
+    INFO(
+        "hint: sum the squared deviations (x - mean)^2; the mean of the squares minus the "
+        "square of the mean loses every digit in float when the values sit far from 0");
+    const wb::Array v = {10001, 10002, 10003, 10004};
+    WB_CHECK_CLOSE(wb::var(v, 0, 0, false), wb::Array(1.25f), 1e-5,
+                   "correction 0: squared deviations 5, divided by n = 4");
+    WB_CHECK_CLOSE(wb::var(v, -1, 1, false), wb::Array(1.6666666f), 1e-5,
+                   "correction 1: squared deviations 5, divided by n - 1 = 3");
+}
+
+TEST_CASE("max_abs_diff is |a - b| also where a and b have opposite signs",
+          "[comparing][c:max_abs_diff.value]") {
+    // (torch.tensor([1., -2]) - torch.tensor([-1., 2])).abs().max() = 4 (by hand: |-2 - 2|).
+    const wb::Array a = {1.0f, -2.0f};
+    const wb::Array b = {-1.0f, 2.0f};
+    const float got = wb::max_abs_diff(a, b);
+    INFO("expected max(|1 - (-1)|, |-2 - 2|) = 4, got "
+         << got
+         << "\nhint: take |a - b|, not ||a| - |b||: -2 and 2 have the same size but are 4 "
+            "apart");
+    CHECK(got == Approx(4.0f).epsilon(1e-6));
+}
+
+TEST_CASE("the indexing functions refuse only T == 0: an empty batch or empty tokens are fine",
+          "[indexing][c:last_token.values][c:last_token_keep.values][c:drop_last_token.values]") {
+    // Only T == 0 leaves no last token (tensors.hpp); B == 0 or D == 0 with T = 3 still has
+    // one: the results are empty tensors of the promised shapes (by hand).
+    INFO(
+        "hint: test T == 0 (x.shape(1)), not x.size() == 0: a [0, 3, 4] or [2, 3, 0] tensor "
+        "has tokens");
+    for (const wb::Shape& shape : {wb::Shape{0, 3, 4}, wb::Shape{2, 3, 0}}) {
+        const wb::Tensor3 x = wb::Tensor3::from_shape({shape[0], shape[1], shape[2]});
+        const std::size_t B = shape[0], D = shape[2];
+        INFO("x has shape " << wb::shape_str(shape));
+        WB_CHECK_SHAPE(wb::last_token(x), (wb::Shape{B, D}), "x[:, -1, :] is [B, D]");
+        WB_CHECK_SHAPE(wb::last_token_keep(x), (wb::Shape{B, 1, D}), "x[:, -1:, :] is [B, 1, D]");
+        WB_CHECK_SHAPE(wb::drop_last_token(x), (wb::Shape{B, 2, D}),
+                       "x[:, :-1, :] is [B, T - 1, D]");
+    }
+}
+
+TEST_CASE("mean refuses only an empty reduced axis: another empty axis gives an empty result",
+          "[reductions][errors][c:mean.empty-axis][c:mean.values]") {
+    // x [0, 3]: axis 1 holds 3 values in each of the 0 rows, so its mean is empty, shape [0]
+    // (torch.zeros(0, 3).mean(1) has shape [0]); axis 0 holds no values and is refused.
+    INFO(
+        "hint: refuse when the reduced axis has size 0 (x.shape(axis)), not whenever x has no "
+        "elements");
+    const wb::Array x = wb::Array::from_shape({0, 3});
+    WB_CHECK_SHAPE(wb::mean(x, 1, false), (wb::Shape{0}), "axis 1 of [0, 3] has 3 values");
+    WB_CHECK_SHAPE(wb::mean(x, -1, true), (wb::Shape{0, 1}), "keepdims keeps axis 1 with size 1");
+    WB_CHECK_THROWS(wb::ShapeError, wb::mean(x, 0, false), "the mean of no numbers is undefined",
+                    "wb::mean", "[0, 3]");
+}
+
+TEST_CASE("last_token's error names wb::last_token itself, not wb::last_token_keep",
+          "[indexing][errors][c:last_token.no-tokens]") {
+    // "wb::last_token" is the start of "wb::last_token_keep": a message naming the other
+    // function would pass a plain search for the name, so this asks for the whole name.
+    INFO(
+        "hint: the message of wb::last_token must name wb::last_token (a copied check that "
+        "still says wb::last_token_keep names the wrong function)");
+    const wb::Tensor3 empty = wb::Tensor3::from_shape({2, 0, 8});
+    // The exception's type first: a stub's NotImplemented, whose message starts with
+    // "wb::last_token", stops the check here.
+    WB_CHECK_THROWS(wb::ShapeError, wb::last_token(empty),
+                    "x[:, -1, :] needs T >= 1; name the function and the shape received",
+                    "wb::last_token", "[2, 0, 8]");
+    CHECK_THROWS_WITH(wb::last_token(empty), Catch::Matchers::Matches(R"(.*\bwb::last_token\b.*)"));
 }
