@@ -298,6 +298,32 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
         "a state restored for another model must be refused", "wb::adamw_step", "state");
 }
 
+TEST_CASE("AdamW refuses a state that does not match the params, at step 0 and in v alone",
+          "[adamw_step][optim][adamw][errors][c:adamw_step.shape-mismatch]"
+          "[c:adamw_step.state-created]") {
+    const GptConfig c{5, 4, 4, 2, 1};
+    GptParams<float> p = wb::init_gpt<float>(c, 3);
+    const GptParams<float> g = wbtest::random_params<float>(c, 4);
+    // step 0 but m and v given: not a first call (m is not empty), so nothing is created and
+    // the state must match the 21 tensors.
+    AdamWState<float> other;
+    other.m.push_back(xt::zeros<float>({3}));
+    other.v.push_back(xt::zeros<float>({3}));
+    INFO(
+        "hint: create m and v only when state.step == 0 AND state.m is empty; every other "
+        "state is checked against the params, tensor by tensor, in m and in v");
+    WB_CHECK_THROWS(wb::ShapeError, wb::adamw_step(p, g, other, AdamWConfig{}),
+                    "a non-empty state at step 0 is not a first call: it must match the params",
+                    "wb::adamw_step", "state");
+    AdamWState<float> state;
+    wb::adamw_step(p, g, state, AdamWConfig{});
+    AdamWState<float> bad_v = state;
+    bad_v.v[3] = xt::zeros<float>({1});  // blocks.0.w_q has 16 elements
+    WB_CHECK_THROWS(wb::ShapeError, wb::adamw_step(p, g, bad_v, AdamWConfig{}),
+                    "v is checked as m is: each of its tensors has its parameter's size",
+                    "wb::adamw_step", "state");
+}
+
 TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its state",
           "[adamw_step][optim][adamw][errors][c:adamw_step.bad-config]"
           "[c:adamw_step.checked-first]") {
