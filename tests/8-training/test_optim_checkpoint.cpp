@@ -626,6 +626,32 @@ TEST_CASE("a file of another kind or of another format version is refused by nam
                     "wb::load_checkpoint", bad.path, "version 7, expected 1");
 }
 
+TEST_CASE("the version is checked before the size: a newer file of another length names it",
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.version]"
+          "[c:load_checkpoint.validate-first]") {
+    // A newer format may be longer or shorter than version 1 says: its size field and its
+    // length need not agree under version 1's rules, and the version is what to report.
+    Trained t;
+    TempPath good("order_good"), bad("order_bad");
+    wb::save_checkpoint(good.path, t.config, t.params, nullptr, 0);
+    const Bytes bytes = read_bytes(good.path);
+    INFO("hint: magic, version, size, checksum, contents: in that order");
+    Bytes longer = bytes;
+    longer[8] = 2;
+    longer.push_back(0);
+    write_bytes(bad.path, longer);
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a version 2 file with one more byte: refuse its version, not its size",
+                    "wb::load_checkpoint", bad.path, "version 2, expected 1");
+    Bytes shorter = bytes;
+    shorter[8] = 2;
+    shorter.resize(bytes.size() - 8);
+    write_bytes(bad.path, shorter);
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a version 2 file shorter than version 1 announces: its version first",
+                    "wb::load_checkpoint", bad.path, "version 2, expected 1");
+}
+
 TEST_CASE("a file with a correct checksum but contents that are not the model is refused",
           "[load_checkpoint][checkpoint][errors][c:load_checkpoint.tensor-mismatch]"
           "[c:load_checkpoint.invalid-config][c:load_checkpoint.trailing-bytes]") {
@@ -662,6 +688,30 @@ TEST_CASE("a file with a correct checksum but contents that are not the model is
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
                     "the file must end right after the checksum", "wb::load_checkpoint", bad.path,
                     "unexpected bytes after the checksum");
+}
+
+TEST_CASE("a correctly hashed RoPE checkpoint whose head width is odd is an invalid config",
+          "[load_checkpoint][checkpoint][errors][rope][c:load_checkpoint.invalid-config]") {
+    // H = 8 divides D = 8, but RoPE turns pairs and each head is 1 wide. The tensors' shapes do
+    // not depend on H, so only the config's check against the position kind (wpe [0, D]) can
+    // refuse it.
+    const GptConfig c{9, 6, 8, 2, 1, wb::Positions::rope};
+    TempPath good("rope_heads_good"), bad("rope_heads_bad");
+    wb::save_checkpoint(good.path, c, wb::init_gpt<float>(c, 4));
+    Bytes bytes = read_bytes(good.path);
+    REQUIRE(le64(bytes, 44) == 2);
+    bytes[44] = 8;  // H = 8
+    std::uint64_t h = 14695981039346656037ull;
+    for (std::size_t i = 20; i + 8 < bytes.size(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    for (int i = 0; i < 8; ++i)
+        bytes[bytes.size() - 8 + i] = static_cast<unsigned char>(h >> (8 * i));
+    write_bytes(bad.path, bytes);
+    INFO(
+        "hint: validate the config once its position kind is known from wpe's shape: a RoPE "
+        "model needs an even head width D / H, as require_valid_config says");
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a RoPE model with heads of width 1 cannot be built: refuse the config",
+                    "wb::load_checkpoint", bad.path, "invalid config", "H = 8");
 }
 
 TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",
