@@ -87,7 +87,8 @@ Mat<Real> gelu_backward(const Mat<Real>& dy, const Mat<Real>& x);
 /// @param q, k, v the forward's inputs, @param weights the forward's weights A `[B, H, T, T]`
 ///        (what sdpa returned beside the output; exact zeros above the diagonal)
 /// @param dq, dk, dv `[B, H, T, d]` assigned: their previous contents and shapes do not matter <!-- clause: causal_attention_backward.assigned -->
-/// @throws ShapeError on any shape mismatch <!-- clause: causal_attention_backward.shape-mismatch -->
+/// @throws ShapeError on any shape mismatch, or heads of width d == 0 (the message names q's
+///         shape) <!-- clause: causal_attention_backward.shape-mismatch -->
 template <class Real>
 void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, const Heads<Real>& k,
                                const Heads<Real>& v, const Heads<Real>& weights, Heads<Real>& dq,

@@ -694,6 +694,22 @@ TEST_CASE("gelu_backward and causal attention reject mismatched shapes",
                     "[1, 2, 4, 2]");
 }
 
+TEST_CASE("causal attention's backward refuses heads of width d = 0",
+          "[causal_attention_backward][attention][errors]"
+          "[c:causal_attention_backward.shape-mismatch]") {
+    // q, k, v, dout and the weights agree with each other: only the width check can refuse
+    // them. Without it the scale 1/√d is infinite and empty gradients come back silently.
+    const Cf empty = xt::zeros<float>({1, 2, 3, 0});
+    const Cf weights = xt::zeros<float>({1, 2, 3, 3});
+    Cf dq, dk, dv;
+    INFO("hint: check d = q.shape(3) >= 1 with the other shapes, before the loops");
+    WB_CHECK_THROWS(
+        wb::ShapeError,
+        wb::causal_attention_backward(empty, empty, empty, empty, weights, dq, dk, dv),
+        "heads of width 0 have nothing to attend with: refuse d = 0 as the forward does",
+        "wb::causal_attention_backward", "[1, 2, 3, 0]");
+}
+
 TEST_CASE(
     "embedding_backward rejects ids out of range and mismatched shapes, leaving dtable unchanged",
     "[embedding_backward][embedding][errors][c:embedding_backward.bad-id]"

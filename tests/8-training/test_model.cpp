@@ -538,6 +538,44 @@ TEST_CASE("bad configs, T > T_max, out-of-range ids and mismatched shapes raise 
                     "[11, 12]", "[11, 16]");
 }
 
+TEST_CASE("init_gpt draws its weights from a normal law, not a uniform one of the same std",
+          "[init_gpt][model][init][c:init_gpt.values]") {
+    // blocks.0.w_fc [256, 64]: 16 384 draws. Under N(0, 0.02²) 4.55 % of them lie beyond
+    // 2σ = 0.04 and about 44 beyond 3σ = 0.06; a uniform law of the same std (on ±0.0346) has
+    // none there, yet its mean and std pass the statistics of the first init_gpt test.
+    const GptConfig c{8, 4, 64, 4, 1};
+    const GptParams<float> p = wb::init_gpt<float>(c, 99);
+    std::size_t beyond_2sigma = 0, beyond_3sigma = 0;
+    for (float v : p.blocks[0].w_fc) {
+        beyond_2sigma += std::fabs(v) > 0.04f;
+        beyond_3sigma += std::fabs(v) > 0.06f;
+    }
+    const double fraction = double(beyond_2sigma) / double(p.blocks[0].w_fc.size());
+    INFO(
+        "hint: std::normal_distribution(0.0, 0.02), not a uniform_real_distribution scaled to "
+        "the same standard deviation");
+    INFO("fraction beyond 2σ = 0.04: " << fraction << " (N(0, 0.02²): 0.0455)");
+    INFO("values beyond 3σ = 0.06: " << beyond_3sigma << " (about 44 expected)");
+    CHECK(fraction > 0.035);
+    CHECK(fraction < 0.056);
+    CHECK(beyond_3sigma > 10);
+}
+
+TEST_CASE("gpt_forward refuses targets of the inputs' size but not of their shape",
+          "[gpt_forward][model][errors][c:gpt_forward.shape-errors]") {
+    const GptConfig c{11, 8, 12, 3, 2};
+    const GptParams<float> p = wb::init_gpt<float>(c, 1);
+    wb::GptCache<float> cache;
+    INFO(
+        "hint: compare targets' whole shape with the inputs', not only their number of ids: "
+        "[3, 2] targets for [2, 3] inputs would pair each position with another's next token");
+    WB_CHECK_THROWS(wb::ShapeError,
+                    wb::gpt_forward(p, c, constant_ids(2, 3, 1), constant_ids(3, 2, 1), -1, cache),
+                    "targets must have the inputs' shape [B, T]", "wb::gpt_forward", "[3, 2]",
+                    "[2, 3]");
+    CHECK_FALSE(cache.has_loss);
+}
+
 TEST_CASE("gpt_forward rejects an empty batch and a config whose H does not divide D",
           "[gpt_forward][model][errors][c:gpt_forward.shape-errors]") {
     const GptConfig c{11, 8, 12, 3, 2};

@@ -298,6 +298,32 @@ TEST_CASE("AdamW creates its state on the first step and rejects bad hyper-param
         "a state restored for another model must be refused", "wb::adamw_step", "state");
 }
 
+TEST_CASE("AdamW refuses a state that does not match the params, at step 0 and in v alone",
+          "[adamw_step][optim][adamw][errors][c:adamw_step.shape-mismatch]"
+          "[c:adamw_step.state-created]") {
+    const GptConfig c{5, 4, 4, 2, 1};
+    GptParams<float> p = wb::init_gpt<float>(c, 3);
+    const GptParams<float> g = wbtest::random_params<float>(c, 4);
+    // step 0 but m and v given: not a first call (m is not empty), so nothing is created and
+    // the state must match the 21 tensors.
+    AdamWState<float> other;
+    other.m.push_back(xt::zeros<float>({3}));
+    other.v.push_back(xt::zeros<float>({3}));
+    INFO(
+        "hint: create m and v only when state.step == 0 AND state.m is empty; every other "
+        "state is checked against the params, tensor by tensor, in m and in v");
+    WB_CHECK_THROWS(wb::ShapeError, wb::adamw_step(p, g, other, AdamWConfig{}),
+                    "a non-empty state at step 0 is not a first call: it must match the params",
+                    "wb::adamw_step", "state");
+    AdamWState<float> state;
+    wb::adamw_step(p, g, state, AdamWConfig{});
+    AdamWState<float> bad_v = state;
+    bad_v.v[3] = xt::zeros<float>({1});  // blocks.0.w_q has 16 elements
+    WB_CHECK_THROWS(wb::ShapeError, wb::adamw_step(p, g, bad_v, AdamWConfig{}),
+                    "v is checked as m is: each of its tensors has its parameter's size",
+                    "wb::adamw_step", "state");
+}
+
 TEST_CASE("AdamW rejects NaN hyper-parameters before touching the model or its state",
           "[adamw_step][optim][adamw][errors][c:adamw_step.bad-config]"
           "[c:adamw_step.checked-first]") {
@@ -600,6 +626,32 @@ TEST_CASE("a file of another kind or of another format version is refused by nam
                     "wb::load_checkpoint", bad.path, "version 7, expected 1");
 }
 
+TEST_CASE("the version is checked before the size: a newer file of another length names it",
+          "[load_checkpoint][checkpoint][errors][c:load_checkpoint.version]"
+          "[c:load_checkpoint.validate-first]") {
+    // A newer format may be longer or shorter than version 1 says: its size field and its
+    // length need not agree under version 1's rules, and the version is what to report.
+    Trained t;
+    TempPath good("order_good"), bad("order_bad");
+    wb::save_checkpoint(good.path, t.config, t.params, nullptr, 0);
+    const Bytes bytes = read_bytes(good.path);
+    INFO("hint: magic, version, size, checksum, contents: in that order");
+    Bytes longer = bytes;
+    longer[8] = 2;
+    longer.push_back(0);
+    write_bytes(bad.path, longer);
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a version 2 file with one more byte: refuse its version, not its size",
+                    "wb::load_checkpoint", bad.path, "version 2, expected 1");
+    Bytes shorter = bytes;
+    shorter[8] = 2;
+    shorter.resize(bytes.size() - 8);
+    write_bytes(bad.path, shorter);
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a version 2 file shorter than version 1 announces: its version first",
+                    "wb::load_checkpoint", bad.path, "version 2, expected 1");
+}
+
 TEST_CASE("a file with a correct checksum but contents that are not the model is refused",
           "[load_checkpoint][checkpoint][errors][c:load_checkpoint.tensor-mismatch]"
           "[c:load_checkpoint.invalid-config][c:load_checkpoint.trailing-bytes]") {
@@ -636,6 +688,30 @@ TEST_CASE("a file with a correct checksum but contents that are not the model is
     WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
                     "the file must end right after the checksum", "wb::load_checkpoint", bad.path,
                     "unexpected bytes after the checksum");
+}
+
+TEST_CASE("a correctly hashed RoPE checkpoint whose head width is odd is an invalid config",
+          "[load_checkpoint][checkpoint][errors][rope][c:load_checkpoint.invalid-config]") {
+    // H = 8 divides D = 8, but RoPE turns pairs and each head is 1 wide. The tensors' shapes do
+    // not depend on H, so only the config's check against the position kind (wpe [0, D]) can
+    // refuse it.
+    const GptConfig c{9, 6, 8, 2, 1, wb::Positions::rope};
+    TempPath good("rope_heads_good"), bad("rope_heads_bad");
+    wb::save_checkpoint(good.path, c, wb::init_gpt<float>(c, 4));
+    Bytes bytes = read_bytes(good.path);
+    REQUIRE(le64(bytes, 44) == 2);
+    bytes[44] = 8;  // H = 8
+    std::uint64_t h = 14695981039346656037ull;
+    for (std::size_t i = 20; i + 8 < bytes.size(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    for (int i = 0; i < 8; ++i)
+        bytes[bytes.size() - 8 + i] = static_cast<unsigned char>(h >> (8 * i));
+    write_bytes(bad.path, bytes);
+    INFO(
+        "hint: validate the config once its position kind is known from wpe's shape: a RoPE "
+        "model needs an even head width D / H, as require_valid_config says");
+    WB_CHECK_THROWS(wb::FileError, wb::load_checkpoint(bad.path),
+                    "a RoPE model with heads of width 1 cannot be built: refuse the config",
+                    "wb::load_checkpoint", bad.path, "invalid config", "H = 8");
 }
 
 TEST_CASE("a failed save leaves the previous checkpoint intact and loadable",

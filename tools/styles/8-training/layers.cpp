@@ -160,8 +160,12 @@ void causal_attention_backward(const Heads<Real>& dout, const Heads<Real>& q, co
     want(fn, "v", v, s);
     want(fn, "dout", dout, s);
     want(fn, "weights", weights, {B, H, T, T});
+    if (d == 0) {
+        throw ShapeError(std::string(fn) + ": q has shape " + shape_str(s) +
+                         ", expected heads of width d >= 1");
+    }
     Heads<Real> gq = xt::zeros<Real>(s), gk = xt::zeros<Real>(s), gv = xt::zeros<Real>(s);
-    const double scale = d == 0 ? 0.0 : 1.0 / std::sqrt(double(d));
+    const double scale = 1.0 / std::sqrt(double(d));
     std::vector<double> ds(T);
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
