@@ -4,10 +4,6 @@
 #include "1-tensors/tensors.hpp"
 #include "check.hpp"
 
-#if WB_CATCH2_MAJOR >= 3
-#include <catch2/matchers/catch_matchers_string.hpp>
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -870,7 +866,7 @@ TEST_CASE("mean refuses only an empty reduced axis: another empty axis gives an 
 TEST_CASE("last_token's error names wb::last_token itself, not wb::last_token_keep",
           "[indexing][errors][c:last_token.no-tokens]") {
     // "wb::last_token" is the start of "wb::last_token_keep": a message naming the other
-    // function would pass a plain search for the name, so this asks for the whole name.
+    // function would pass a plain search for the name; WB_CHECK_THROWS asks for the whole name.
     INFO(
         "hint: the message of wb::last_token must name wb::last_token (a copied check that "
         "still says wb::last_token_keep names the wrong function)");
@@ -880,5 +876,4 @@ TEST_CASE("last_token's error names wb::last_token itself, not wb::last_token_ke
     WB_CHECK_THROWS(wb::ShapeError, wb::last_token(empty),
                     "x[:, -1, :] needs T >= 1; name the function and the shape received",
                     "wb::last_token", "[2, 0, 8]");
-    CHECK_THROWS_WITH(wb::last_token(empty), Catch::Matchers::Matches(R"(.*\bwb::last_token\b.*)"));
 }

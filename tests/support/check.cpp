@@ -1,6 +1,7 @@
 #include "check.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iomanip>
 #include <regex>
 #include <sstream>
@@ -125,12 +126,44 @@ bool names_in_other_notation(const std::string& message, const std::string& part
     return true;
 }
 
+// Whether `message` holds `name` as a whole name: not as the start of a longer one
+// ("wb::last_token" is not named by "wb::last_token_keep: ...").
+bool names_whole(const std::string& message, const std::string& name) {
+    for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
+        const std::size_t end = at + name.size();
+        const bool longer =
+            end < message.size() &&
+            (std::isalnum(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_');
+        if (!longer) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::optional<std::string> message_names(const std::string& message,
                                          const std::vector<std::string>& parts,
                                          const std::string& hint) {
     for (const auto& part : parts) {
+        // A function's name ("wb::linear") must stand whole: a message of another function
+        // whose name starts with it ("wb::linear_backward") names the wrong one.
+        // "wb::kv_cache_*" (a trailing '*') asks for any function whose name starts so, where
+        // the header lets the message name one of several.
+        if (part.rfind("wb::", 0) == 0 && part.size() > 4 && part.back() == '*') {
+            if (message.find(part.substr(0, part.size() - 1)) == std::string::npos) {
+                return "the exception was thrown, but its message should name a function " + part +
+                       "\n  message: " + message + "\nhint: " + hint;
+            }
+            continue;
+        }
+        if (part.rfind("wb::", 0) == 0 && part.find(' ') == std::string::npos) {
+            if (!names_whole(message, part)) {
+                return "the exception was thrown, but its message should name the function \"" +
+                       part + "\" (as a whole name, not the start of a longer one)\n  message: " +
+                       message + "\nhint: " + hint;
+            }
+            continue;
+        }
         if (message.find(part) == std::string::npos && !names_in_other_notation(message, part)) {
             return "the exception was thrown, but its message should name \"" + part +
                    "\" (in this or another notation)\n  message: " + message + "\nhint: " + hint;

@@ -9,7 +9,10 @@
 //
 // WB_CHECK_THROWS requires the exact exception type (a stub's wb::NotImplemented never
 // satisfies it) and a message that names every fact listed after the hint (see
-// message_names: any reasonable notation of the same numbers and names is accepted).
+// message_names: any reasonable notation of the same numbers and names is accepted). A
+// function's name ("wb::last_token") must stand whole, so a message of "wb::last_token_keep"
+// does not name it; "wb::kv_cache_*" accepts any function whose name starts so, where the
+// header lets the message name one of several.
 //
 // The facts are what `tools/workbook messages` reads: each a string literal (or literals joined
 // with `+` to values the check computes, e.g. "truncated at byte " + std::to_string(n)), the
