@@ -325,6 +325,19 @@ TEST_CASE("gpt2_bpe merges the pair of lowest rank first, every occurrence left 
     CHECK(got == Symbols{"c", "ab"});
 }
 
+TEST_CASE("gpt2_bpe joins every occurrence of the chosen pair before it ranks the pairs again",
+          "[gpt2][c:gpt2_bpe.lowest-rank-first]") {
+    INFO(
+        "hint: join EVERY occurrence of the lowest-ranked pair, left to right, in one pass; "
+        "joining only the first and ranking again lets a pair it creates take the next one");
+    // Ranks: (ab, a) 0, (a, b) 1. "abab": only (a, b) has a rank, both occurrences join: ab, ab.
+    // Joining the first only gives ab, a, b; then (ab, a) of rank 0 takes the a: aba, b.
+    const wb::Gpt2Vocab vocab = tiny_vocab({{"ab", "a"}, {"a", "b"}}, {"aba", "ab"});
+    const Symbols got = wb::gpt2_bpe("abab", vocab);
+    INFO("gpt2_bpe(\"abab\"), ranks (ab, a) 0, (a, b) 1: yours " << str(got));
+    CHECK(got == Symbols{"ab", "ab"});
+}
+
 TEST_CASE("gpt2_encode merges within the pieces of gpt2_pretokenize, never across them",
           "[gpt2][c:gpt2_encode.pieces]") {
     // Ids: bytes as 0..255, then "aĠ" 256 and "Ġb" 257; (a, Ġ) has the lower rank.
