@@ -291,6 +291,18 @@ TEST_CASE("bpe_decode refuses an id below 0 or at least V, naming it and its pos
                     "wb::bpe_decode", "256", "[0, 256)");
 }
 
+TEST_CASE("bpe_decode names the bad id's position among the ids, not among the bytes",
+          "[bpe][errors][c:bpe_decode.id-out-of-range]") {
+    INFO(
+        "hint: the position is the index of the id in ids, not the number of bytes decoded "
+        "before it");
+    const Merges one = {{97, 98}};  // V = 257; token 256 is "ab"
+    // Three tokens of two bytes each come first: the bad id is at position 3, after 6 bytes.
+    WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({256, 256, 256, 300}, one),
+                    "id 300 is the fourth id (position 3), whatever the bytes before it",
+                    "wb::bpe_decode", "300", "position 3", "[0, 257)");
+}
+
 TEST_CASE("bpe_encode, bpe_vocab and bpe_serialize refuse a merge list training cannot make",
           "[bpe][errors][c:bpe_encode.merge-id-out-of-range][c:bpe_encode.merge-repeated]"
           "[c:bpe_vocab.invalid-merges][c:bpe_decode.invalid-merges]"

@@ -390,6 +390,19 @@ TEST_CASE("gpt2_decode refuses ids outside the vocabulary",
                     "wb::gpt2_decode", "-1", "position 0", "[0, 257)");
 }
 
+TEST_CASE("gpt2_decode names the bad id's position among the ids, not among the bytes",
+          "[gpt2][errors][c:gpt2_decode.id-out-of-range]") {
+    INFO(
+        "hint: the position is the index of the id in ids, not the number of bytes decoded "
+        "before it");
+    const wb::Gpt2Vocab vocab = tiny_vocab({}, {"ab"});  // V = 257; token 256 is "ab"
+    // Three tokens of two bytes each come first: the bad id is at position 3, after 6 bytes
+    // (numbers the rest of the message does not hold: "gpt2" holds a 2).
+    WB_CHECK_THROWS(wb::ValueError, wb::gpt2_decode({256, 256, 256, 300}, vocab),
+                    "id 300 is the fourth id (position 3), whatever the bytes before it",
+                    "wb::gpt2_decode", "300", "position 3", "[0, 257)");
+}
+
 TEST_CASE("gpt2_encode gives GPT-2's ids on the fixed corpus, and gpt2_decode the text back",
           "[gpt2][goldens][c:gpt2_encode.gpt2-ids][c:gpt2_decode.round-trip]") {
     const wb::Gpt2Vocab& vocab = gpt2_vocab_or_fail();
