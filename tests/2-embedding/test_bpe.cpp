@@ -130,6 +130,17 @@ TEST_CASE("bpe_train stops at the vocabulary size, and when no pair occurs twice
     CHECK(wb::bpe_train("", 1000).empty());
 }
 
+TEST_CASE("bpe_train takes vocab_size as an upper bound, even SIZE_MAX",
+          "[bpe][c:bpe_train.stop]") {
+    INFO(
+        "hint: training stops early when no pair occurs twice; do not reserve vocab_size - 256 "
+        "merges up front (std::vector::reserve throws for SIZE_MAX - 256)");
+    // "aaabdaaabac" stops after 3 merges whatever the vocabulary asked for.
+    const Merges three{{97, 97}, {97, 98}, {256, 257}};
+    CHECK(str(wb::bpe_train("aaabdaaabac", SIZE_MAX)) == str(three));
+    CHECK(str(wb::bpe_train("aaabdaaabac", std::size_t(1) << 40)) == str(three));
+}
+
 TEST_CASE("bpe_train equals recounting every pair before each merge, on 40 random corpora",
           "[bpe][c:bpe_train.count-overlaps][c:bpe_train.tie-smallest-pair]"
           "[c:bpe_train.merge-left-to-right][c:bpe_train.stop]") {
@@ -280,6 +291,18 @@ TEST_CASE("bpe_decode refuses an id below 0 or at least V, naming it and its pos
                     "wb::bpe_decode", "256", "[0, 256)");
 }
 
+TEST_CASE("bpe_decode names the bad id's position among the ids, not among the bytes",
+          "[bpe][errors][c:bpe_decode.id-out-of-range]") {
+    INFO(
+        "hint: the position is the index of the id in ids, not the number of bytes decoded "
+        "before it");
+    const Merges one = {{97, 98}};  // V = 257; token 256 is "ab"
+    // Three tokens of two bytes each come first: the bad id is at position 3, after 6 bytes.
+    WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({256, 256, 256, 300}, one),
+                    "id 300 is the fourth id (position 3), whatever the bytes before it",
+                    "wb::bpe_decode", "300", "position 3", "[0, 257)");
+}
+
 TEST_CASE("bpe_encode, bpe_vocab and bpe_serialize refuse a merge list training cannot make",
           "[bpe][errors][c:bpe_encode.merge-id-out-of-range][c:bpe_encode.merge-repeated]"
           "[c:bpe_vocab.invalid-merges][c:bpe_decode.invalid-merges]"
@@ -349,6 +372,32 @@ TEST_CASE("bpe_deserialize checks the count against the data before it reads a l
     WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 2000000\n97,97\n"),
                     "a count above kMaxBpeMerges is refused before anything else is read",
                     "wb::bpe_deserialize", "2000000", "1048576");
+}
+
+TEST_CASE(
+    "bpe_deserialize counts 4 bytes a line after the first line, and allows 2^20 merges",
+    "[bpe][errors][c:bpe_deserialize.count-exceeds-data][c:bpe_deserialize.count-before-lines]"
+    "[c:bpe_deserialize.count-above-limit][c:bpe_deserialize.round-trip]") {
+    INFO(
+        "hint: compare the count with (bytes after the first line) / 4, the shortest line being "
+        "\"0 0\\n\"; and refuse only a count ABOVE kMaxBpeMerges, not one equal to it");
+    // 7 merges announced, 27 bytes after the first line: 7 lines need at least 28. Refused as a
+    // count, before line 2 (malformed too) is read.
+    const std::string body27 = std::string(26, 'x') + "\n";
+    WB_CHECK_THROWS(wb::ValueError, wb::bpe_deserialize("wb-bpe 1 7\n" + body27),
+                    "7 lines of at least 4 bytes cannot fit in 27 bytes: a count error, "
+                    "checked before any line (not 27 / 3, not the whole data's length)",
+                    "wb::bpe_deserialize", "7");
+    // 6 lines of exactly 4 bytes fit in 24: read, not refused.
+    const std::string six = "wb-bpe 1 6\n1 1\n2 2\n3 3\n4 4\n5 5\n6 6\n";
+    const Merges six_merges{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 6}};
+    CHECK(str(wb::bpe_deserialize(six)) == str(six_merges));
+    // Exactly kMaxBpeMerges merges: merge r is (0, 255 + r), each new. Allowed, and read back.
+    Merges most(wb::kMaxBpeMerges);
+    for (std::size_t r = 0; r < most.size(); ++r) most[r] = {0, 255 + static_cast<std::int64_t>(r)};
+    const Merges back = wb::bpe_deserialize(wb::bpe_serialize(most));
+    CHECK(back.size() == most.size());
+    CHECK(back == most);
 }
 
 TEST_CASE("bpe_deserialize reads decimal digits only: no sign, no blank, no CR, no wrap-around",

@@ -139,6 +139,17 @@ TEST_CASE("embed rejects an empty table", "[embed][errors][c:embed.empty-table]"
                     "wb::embed", "[0, 3]");
 }
 
+TEST_CASE("embed rejects a table with D == 0, not only V == 0",
+          "[embed][errors][c:embed.empty-table]") {
+    INFO(
+        "hint: the table is empty when V == 0 OR D == 0: test table.size() (require_nonempty), "
+        "not only its number of rows");
+    const wb::Tensor2 no_columns = wb::Tensor2::from_shape({5, 0});
+    const wb::TokenIds ids = {{1, 2}};
+    WB_CHECK_THROWS(wb::ShapeError, wb::embed(no_columns, ids),
+                    "a table [5, 0] has rows but no vector in them", "wb::embed", "[5, 0]");
+}
+
 // ---- linear --------------------------------------------------------------------------------
 
 TEST_CASE("linear equals the hand-written dot products x_n . W_o", "[linear][c:linear.rows]") {
@@ -296,6 +307,32 @@ TEST_CASE(
     wb::Linear empty;  // weight [0, 0]
     WB_CHECK_THROWS(wb::ShapeError, wb::linear(wb::Tensor2::from_shape({4, 0}), empty),
                     "a layer needs in >= 1 and out >= 1", "wb::linear", "[0, 0]");
+}
+
+TEST_CASE("linear refuses a bias of size 1 and a weight with in == 0, which broadcasting hides",
+          "[linear][lm_head][errors][c:linear.bias-size][c:linear.empty-weight]"
+          "[c:lm_head.empty-weight]") {
+    INFO(
+        "hint: a bias [1] broadcasts over [N, out] without an error, and a weight [out, 0] "
+        "multiplies an x [N, 0]: compare the bias's size with out, and test weight.size() == 0, "
+        "not only out == 0");
+    wb::Linear layer;
+    layer.weight = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};  // [out = 2, in = 3]
+    layer.bias = {10.0f};                                     // [1]: neither [2] nor empty
+    WB_CHECK_THROWS(wb::ShapeError, wb::linear(wb::Tensor2{{1.0f, 0.0f, 0.0f}}, layer),
+                    "a bias [1] is not [out]: it would add 10 to both outputs", "wb::linear", "1",
+                    "2");
+    WB_CHECK_THROWS(wb::ShapeError, wb::linear(wb::Tensor3::from_shape({1, 2, 3}), layer),
+                    "the 3-D form refuses the bias [1] too", "wb::linear", "1", "2");
+    wb::Linear no_inputs;  // weight [out = 2, in = 0]: empty although out is 2
+    no_inputs.weight = wb::Tensor2::from_shape({2, 0});
+    WB_CHECK_THROWS(wb::ShapeError, wb::linear(wb::Tensor2::from_shape({3, 0}), no_inputs),
+                    "in == 0 is an empty weight: nn.Linear(0, 2) has nothing to multiply",
+                    "wb::linear", "[2, 0]");
+    wb::Linear head;  // [V = 4, D = 0]
+    head.weight = wb::Tensor2::from_shape({4, 0});
+    WB_CHECK_THROWS(wb::ShapeError, wb::lm_head(wb::Tensor3::from_shape({1, 2, 0}), head),
+                    "a head [V, 0] is empty too", "wb::lm_head", "[4, 0]");
 }
 
 // ---- LM head -------------------------------------------------------------------------------

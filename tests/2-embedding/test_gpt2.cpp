@@ -256,6 +256,19 @@ TEST_CASE("gpt2_bpe merges the pair of lowest rank first, every occurrence left 
     CHECK(got == Symbols{"c", "ab"});
 }
 
+TEST_CASE("gpt2_bpe joins every occurrence of the chosen pair before it ranks the pairs again",
+          "[gpt2][c:gpt2_bpe.lowest-rank-first]") {
+    INFO(
+        "hint: join EVERY occurrence of the lowest-ranked pair, left to right, in one pass; "
+        "joining only the first and ranking again lets a pair it creates take the next one");
+    // Ranks: (ab, a) 0, (a, b) 1. "abab": only (a, b) has a rank, both occurrences join: ab, ab.
+    // Joining the first only gives ab, a, b; then (ab, a) of rank 0 takes the a: aba, b.
+    const wb::Gpt2Vocab vocab = tiny_vocab({{"ab", "a"}, {"a", "b"}}, {"aba", "ab"});
+    const Symbols got = wb::gpt2_bpe("abab", vocab);
+    INFO("gpt2_bpe(\"abab\"), ranks (ab, a) 0, (a, b) 1: yours " << str(got));
+    CHECK(got == Symbols{"ab", "ab"});
+}
+
 TEST_CASE("gpt2_encode merges within the pieces of gpt2_pretokenize, never across them",
           "[gpt2][c:gpt2_encode.pieces]") {
     // Ids: bytes as 0..255, then "aĠ" 256 and "Ġb" 257; (a, Ġ) has the lower rank.
@@ -306,6 +319,19 @@ TEST_CASE("gpt2_decode refuses ids outside the vocabulary",
                     "[0, 257)");
     WB_CHECK_THROWS(wb::ValueError, wb::gpt2_decode({-1}, vocab), "a negative id",
                     "wb::gpt2_decode", "-1", "position 0", "[0, 257)");
+}
+
+TEST_CASE("gpt2_decode names the bad id's position among the ids, not among the bytes",
+          "[gpt2][errors][c:gpt2_decode.id-out-of-range]") {
+    INFO(
+        "hint: the position is the index of the id in ids, not the number of bytes decoded "
+        "before it");
+    const wb::Gpt2Vocab vocab = tiny_vocab({}, {"ab"});  // V = 257; token 256 is "ab"
+    // Three tokens of two bytes each come first: the bad id is at position 3, after 6 bytes
+    // (numbers the rest of the message does not hold: "gpt2" holds a 2).
+    WB_CHECK_THROWS(wb::ValueError, wb::gpt2_decode({256, 256, 256, 300}, vocab),
+                    "id 300 is the fourth id (position 3), whatever the bytes before it",
+                    "wb::gpt2_decode", "300", "position 3", "[0, 257)");
 }
 
 TEST_CASE("gpt2_encode gives GPT-2's ids on the fixed corpus, and gpt2_decode the text back",
