@@ -297,11 +297,12 @@ TEST_CASE("bpe_decode names the bad id's position among the ids, not among the b
         "hint: the position is the index of the id in ids, not the number of bytes decoded "
         "before it");
     const Merges one = {{97, 98}};  // V = 257; token 256 is "ab"
-    // Three tokens of two bytes each come first: the bad id is at position 3, after 6 bytes. The
-    // fact is the number alone: a message may write the position as ids[3].
-    WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({256, 256, 256, 300}, one),
-                    "id 300 is the fourth id (position 3), whatever the bytes before it",
-                    "wb::bpe_decode", "300", "3", "[0, 257)");
+    // Four tokens of two bytes each come first: the bad id is at position 4, after 8 bytes. The
+    // fact is the number alone (a message may write the position as ids[4]); 4 is a digit that
+    // no other number of the message (300, 257, 256, 1) holds.
+    WB_CHECK_THROWS(wb::ValueError, wb::bpe_decode({256, 256, 256, 256, 300}, one),
+                    "id 300 is the fifth id (position 4), whatever the bytes before it",
+                    "wb::bpe_decode", "300", "4", "[0, 257)");
 }
 
 TEST_CASE("bpe_encode, bpe_vocab and bpe_serialize refuse a merge list training cannot make",

@@ -156,6 +156,18 @@ std::optional<std::string> message_names(const std::string& message,
             }
             continue;
         }
+        // A number alone ("3") must be one of the message's numbers, not part of one ("300").
+        static const std::regex lone_number(R"(-?\d+(?:\.\d+)?)");
+        if (std::regex_match(part, lone_number)) {
+            const std::vector<std::string> said = numbers_in(message);
+            const auto same = [&part](const std::string& n) { return same_number(n, part); };
+            if (std::find_if(said.begin(), said.end(), same) == said.end()) {
+                return "the exception was thrown, but its message should name the number " + part +
+                       " (as a number of its own, not a part of a longer one)\n  message: " +
+                       message + "\nhint: " + hint;
+            }
+            continue;
+        }
         if (part.rfind("wb::", 0) == 0 && part.find(' ') == std::string::npos) {
             if (!names_whole(message, part)) {
                 return "the exception was thrown, but its message should name the function \"" +
