@@ -110,7 +110,7 @@ std::size_t token_bytes(std::int64_t id, const wb::Gpt2Vocab& vocab) {
 TEST_CASE("gpt2_encode_stream gives GPT-2's ids of every corpus text, with a seam at every byte",
           "[gpt2_stream][goldens][c:gpt2_encode_stream.same-ids]") {
     const wb::Gpt2Vocab& vocab = gpt2_vocab_or_fail();
-    {   // "you'll": a seam after "you'l" must not cut the contraction "'ll". GPT-2's ids, from
+    {  // "you'll": a seam after "you'l" must not cut the contraction "'ll". GPT-2's ids, from
         // tiktoken's gpt2 encoding: you 5832, 'll 1183.
         const std::string text = "you'll";
         for (std::size_t chunk = 1; chunk <= text.size(); ++chunk) {
