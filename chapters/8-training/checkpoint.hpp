@@ -27,7 +27,9 @@
 /// The position kind (GptConfig::positions) has no field of its own: it is the shape of wpe,
 /// the second tensor — `[T_max, D]` for learned positions, `[0, D]` for RoPE (that model has
 /// no position table). load_checkpoint reads wpe's shape first to know which model the config
-/// describes.
+/// describes. The GELU kind (GptConfig::gelu) is not saved either: a loaded config has
+/// Gelu::exact, the form the course trains. The program's model file (minigpt/model_file.hpp)
+/// keeps GPT-2's tanh form beside the checkpoint.
 ///
 /// The file is `28 + P` bytes. Integers and floats are written byte by byte in little-endian
 /// order, so a file is the same on every machine. FNV-1a: `h = 14695981039346656037`, then

@@ -43,6 +43,15 @@ enum class Positions {
 /// The name of a position kind, as the program's `--positions` option spells it.
 inline const char* positions_name(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
 
+/// Which GELU the FFN of every block applies (chapter 7 wrote both).
+enum class Gelu {
+    exact,  ///< `nn.GELU()`: chapter 7's gelu, `x Φ(x)`; the course's models train with it
+    tanh,   ///< `nn.GELU(approximate='tanh')`: chapter 7's gelu_tanh, GPT-2's "gelu_new"
+};
+
+/// The name of a GELU kind: "exact" or "tanh".
+inline const char* gelu_name(Gelu g) { return g == Gelu::tanh ? "tanh" : "exact"; }
+
 /// The shape of a GPT: what must be saved next to the weights (§21.9), because the weights
 /// alone do not say how many heads they are split into.
 struct GptConfig {
@@ -52,6 +61,7 @@ struct GptConfig {
     std::size_t H;      ///< heads per attention layer; must divide D
     std::size_t L;      ///< number of blocks
     Positions positions = Positions::learned;  ///< learned table or RoPE
+    Gelu gelu = Gelu::exact;  ///< the FFN's activation: exact, or tanh as GPT-2 has it
 };
 
 /// The frequency base of the model's RoPE (RoFormer's and LLaMA's 10000).
@@ -140,11 +150,13 @@ struct NextToken {
 inline constexpr double kGptLayerNormEps = 1e-5;
 
 /// Formats a configuration for error messages:
-/// `{V = 11, T_max = 8, D = 12, H = 3, L = 2, positions = learned}`.
+/// `{V = 11, T_max = 8, D = 12, H = 3, L = 2, positions = learned}`, with `, gelu = tanh`
+/// before the brace for GPT-2's GELU.
 inline std::string config_str(const GptConfig& c) {
     return "{V = " + std::to_string(c.V) + ", T_max = " + std::to_string(c.T_max) +
            ", D = " + std::to_string(c.D) + ", H = " + std::to_string(c.H) +
-           ", L = " + std::to_string(c.L) + ", positions = " + positions_name(c.positions) + "}";
+           ", L = " + std::to_string(c.L) + ", positions = " + positions_name(c.positions) +
+           (c.gelu == Gelu::tanh ? ", gelu = tanh}" : "}");
 }
 
 /// Raises a ShapeError from `fn` unless every size of `c` is at least 1, H divides D and,
@@ -169,6 +181,9 @@ inline void require_valid_config(const std::string& fn, const GptConfig& c) {
         throw ShapeError(fn + ": config " + config_str(c) +
                          ": positions is neither learned "
                          "nor rope");
+    }
+    if (c.gelu != Gelu::exact && c.gelu != Gelu::tanh) {
+        throw ShapeError(fn + ": config " + config_str(c) + ": gelu is neither exact nor tanh");
     }
 }
 
@@ -303,11 +318,13 @@ NextToken shift_for_next_token(const TokenIds& tokens);
 ///     RoPE:  q, k = apply_rope(q), apply_rope(k)  chapter 3
 ///     heads = sdpa(q, k, v, causal_mask(T))       chapters 4, 6
 ///     x = x + linear(merge_heads(heads), w_o)     the residual
-///     x = x + linear(gelu(linear(layer_norm(x, ln2), w_fc)), w_proj)
+///     x = x + linear(act(linear(layer_norm(x, ln2), w_fc)), w_proj)
 ///   logits = lm_head(layer_norm(x, ln_f), lm_head)  chapter 2         [B, T, V] -> [N, V]
 ///   loss = mean cross entropy of logits against the flattened targets
 /// ```
 /// <!-- clause: gpt_forward.recipe -->
+/// `act` is the GELU that `config.gelu` names: chapter 7's `gelu` for Gelu::exact, its
+/// `gelu_tanh` for Gelu::tanh (GPT-2's: `minigpt --load` runs GPT-2's own weights on your chapters). <!-- clause: gpt_forward.gelu-kind -->
 /// Targets equal to `ignore_index` (padding) are left out of the mean. <!-- clause: gpt_forward.ignore-index --> Every intermediate
 /// the backward needs is stored in `cache` (overwriting what it held), flattened to rows
 /// `[N, ·]` where the backward works on rows. <!-- clause: gpt_forward.cache-overwritten --> The model runs in float, like the chapters it
@@ -333,7 +350,8 @@ float gpt_forward(const GptParams<float>& params, const GptConfig& config, const
 /// @param config the model's shape
 /// @param inputs `[B, T]` token ids in `[0, V)`, T <= T_max
 /// @return `[B·T, V]` logits; row `b·T + t` scores the token after `inputs[b, t]`, equal to
-///         gpt_forward's cache.logits <!-- clause: gpt_logits.logits -->
+///         gpt_forward's cache.logits <!-- clause: gpt_logits.logits -->, with either GELU of
+///         `config.gelu`: GPT-2's own weights give GPT-2's logits <!-- clause: gpt_logits.gpt2 -->
 /// @throws ShapeError as gpt_forward (config, parameter shapes, empty inputs) <!-- clause: gpt_logits.shape-errors -->
 /// @throws ValueError if T > T_max or an id is outside [0, V) (the message names T and T_max,
 ///         or the id) <!-- clause: gpt_logits.value-errors -->
@@ -358,6 +376,10 @@ Mat<float> gpt_logits(const GptParams<float>& params, const GptConfig& config,
 /// @throws ShapeError naming wb::gpt_backward, the number of block caches and L if the cache
 ///         holds a loss but not one block cache per block (blocks removed or added), before
 ///         anything is read. <!-- clause: gpt_backward.block-count -->
+/// @throws ValueError naming wb::gpt_backward and `gelu = tanh` if `config.gelu` is
+///         Gelu::tanh, before anything is written: layers.hpp's gelu_backward is the exact
+///         form's, and the course trains only that one (a tanh model, GPT-2's, is loaded to
+///         generate). <!-- clause: gpt_backward.exact-gelu-only -->
 void gpt_backward(const GptParams<float>& params, const GptConfig& config,
                   const GptCache<float>& cache, GptParams<float>& grads);
 

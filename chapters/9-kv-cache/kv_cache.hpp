@@ -9,7 +9,7 @@
 /// The model is chapter 8's GPT (GptConfig, GptParams), in float, and prefill and decode_step
 /// run it with the same functions chapter 8's forward is made of: `embed` and `linear`,
 /// `lm_head` / `next_token_logits` (chapter 2), `add_positions` or `apply_rope` (chapter 3),
-/// `sdpa` (chapter 4), `causal_mask` (chapter 6), `layer_norm` and `gelu` (chapter 7),
+/// `sdpa` (chapter 4), `causal_mask` (chapter 6), `layer_norm`, `gelu` and `gelu_tanh` (chapter 7),
 /// `split_heads`, `merge_heads` and `last_token_keep` (chapter 1). What this chapter adds is
 /// the cache around them: where each new token sits (its position offset) and where its keys
 /// and values go. A mistake in an earlier chapter therefore shows up here too, and the checks
@@ -112,7 +112,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 ///     RoPE:  q, k = apply_rope(q, 0, kRopeBase), apply_rope(k, 0, kRopeBase)  chapter 3
 ///     cache.k[l][:, :, 0..T) = k;  cache.v[l][:, :, 0..T) = v      (K after the rotation)
 ///     x += linear(merge_heads(sdpa(q, k, v, causal_mask(T)).output), {w_o, b_o})  ch. 4, 6
-///     x += linear(gelu(linear(layer_norm(x, ln2), {w_fc, b_fc})), {w_proj, b_proj})
+///     x += linear(act(linear(layer_norm(x, ln2), {w_fc, b_fc})), {w_proj, b_proj})
+///          act: gelu, or gelu_tanh when config.gelu is Gelu::tanh (chapter 8's choice)
 ///   logits = next_token_logits(layer_norm(last_token_keep(x), ln_f), {lm_head, no bias})
 /// ```
 /// Only the last position of each sequence predicts the next token, so only it goes through
@@ -131,7 +132,8 @@ std::size_t kv_cache_bytes(const GptConfig& config, std::size_t B);
 /// @param cache from make_kv_cache(config, B), still empty (length 0)
 /// @return `[B, V]` logits of the token after `prompt[b, T-1]`, row b for sequence b: row
 ///         `b·T + T-1` of chapter 8's gpt_logits on the prompt
-///         <!-- clause: prefill.matches-full-forward -->
+///         <!-- clause: prefill.matches-full-forward -->, with either GELU of config.gelu
+///         (GPT-2's tanh form included) <!-- clause: prefill.gelu-kind -->
 /// @throws ShapeError if the config is invalid (the message names "wb::prefill" and the
 ///         config's wrong value) <!-- clause: prefill.invalid-config -->
 /// @throws ShapeError if params has not L blocks or a tensor of params (wte, wpe, a block's,
@@ -169,7 +171,8 @@ Mat<float> prefill(const GptParams<float>& params, const GptConfig& config, cons
 ///   ──► logits [B, V];  cache.length = t + 1
 /// ```
 /// The result equals row t of chapter 8's gpt_logits on the whole sequence (§18), for both
-/// position kinds. <!-- clause: decode_step.matches-full-forward -->
+/// position kinds <!-- clause: decode_step.matches-full-forward --> and both GELU kinds of
+/// config.gelu. <!-- clause: decode_step.gelu-kind -->
 /// In every layer it writes slot t (K rotated at position t with RoPE, V as it is) and leaves
 /// the history, slots `[0, t)`, exactly as it was. <!-- clause: decode_step.writes-slot-t -->
 /// Afterwards `cache.length == t + 1`. <!-- clause: decode_step.advances-length -->

@@ -119,7 +119,8 @@ void forward_to_logits(const GptParams<float>& p, const GptConfig& c, const Toke
         Tensor3 h2 = layer_norm(x_mid, as_layer_norm(w.ln2_g, w.ln2_b));  // [B, T, D]
         Tensor3 fc = linear(h2, as_linear(w.w_fc, w.b_fc));               // [B, T, 4D]
         a.ln2 = rows(std::move(h2));
-        Tensor3 fc_gelu = gelu(fc);  // [B, T, 4D], chapter 7
+        // [B, T, 4D], chapter 7: the exact GELU, or GPT-2's tanh form
+        Tensor3 fc_gelu = c.gelu == Gelu::tanh ? gelu_tanh(fc) : gelu(fc);
         a.fc = rows(std::move(fc));
         x = x_mid + linear(fc_gelu, as_linear(w.w_proj, w.b_proj));
         a.fc_gelu = rows(std::move(fc_gelu));
@@ -323,6 +324,11 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     require_valid_config(fn, config);
     require_gpt_shapes(fn.c_str(), "params", params, config);
     require_gpt_shapes(fn.c_str(), "grads", grads, config);
+    if (config.gelu == Gelu::tanh) {
+        throw ValueError(fn + ": config " + config_str(config) +
+                         ": gelu = tanh has no backward here (gelu_backward is the exact "
+                         "form's); expected gelu = exact");
+    }
     if (!cache.has_loss) {
         throw ValueError(fn +
                          ": the cache holds no loss: call gpt_forward (with targets) first; "

@@ -101,8 +101,9 @@ Tensor2 forward_new_tokens(const GptParams<float>& p, const GptConfig& c, const 
 
         // FFN half, token by token (chapter 7).
         const Tensor3 h2 = layer_norm(x, LayerNormParams{blk.ln2_g, blk.ln2_b, eps});
-        const Tensor3 fc = gelu(linear(h2, Linear{blk.w_fc, blk.b_fc}));  // [B, n, 4D]
-        x = x + linear(fc, Linear{blk.w_proj, blk.b_proj});               // [B, n, D]
+        const Tensor3 up = linear(h2, Linear{blk.w_fc, blk.b_fc});           // [B, n, 4D]
+        const Tensor3 fc = c.gelu == Gelu::tanh ? gelu_tanh(up) : gelu(up);  // chapter 8's choice
+        x = x + linear(fc, Linear{blk.w_proj, blk.b_proj});                  // [B, n, D]
     }
 
     // Only the last new position of each sequence predicts the next token (§14); the final

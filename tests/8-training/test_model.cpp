@@ -15,6 +15,7 @@
 #include "6-masks/masks.hpp"
 #include "7-blocks/blocks.hpp"
 #include "forward_double.hpp"
+#include "gpt2_golden.hpp"
 #include "gpt_fixtures.hpp"
 #include "gradcheck.hpp"
 
@@ -249,6 +250,43 @@ TEST_CASE("the loss and logits of a tiny GPT match PyTorch, with ignored targets
     WB_CHECK_SHAPE(logits, (wb::Shape{10, 11}), "gpt_logits returns [B·T, V]");
     WB_CHECK_CLOSE(logits, k.g.tensor<2>("logits"), kModelTol,
                    "gpt_logits must compute the same logits as gpt_forward");
+}
+
+TEST_CASE("GPT-2's own weights give GPT-2's logits: the tanh GELU, tied output weights",
+          "[gpt_forward][gpt_logits][model][forward][golden][gpt2][c:gpt_forward.gelu-kind]"
+          "[c:gpt_logits.gpt2]") {
+    // A tiny GPT-2 (V=13 T_max=16 D=8 H=2 L=2) in GPT-2's names and layout; its logits come
+    // from GPT-2's own forward in PyTorch (tools/goldens/gpt2_model.py).
+    const Golden g("8-training/gpt2_tiny.txt");
+    const GptConfig config = wbtest::gpt2_golden_config(g);  // gelu = Gelu::tanh
+    const GptParams<float> params = wbtest::gpt2_golden_params(g, config);
+    const TokenIds inputs = wbtest::golden_ids(g, "inputs");  // [2, 6]
+    const char* hint =
+        "GPT-2's FFN is GELU's tanh form: with config.gelu == Gelu::tanh the block runs chapter "
+        "7's gelu_tanh, not gelu (the exact form misses these logits by up to 7e-4)";
+    WB_CHECK_CLOSE(wb::gpt_logits(params, config, inputs), g.tensor<2>("logits"), kModelTol, hint);
+    wb::GptCache<float> cache;
+    wb::gpt_forward(params, config, inputs, inputs, -1, cache);
+    WB_CHECK_CLOSE(cache.logits, g.tensor<2>("logits"), kModelTol,
+                   std::string(hint) + " (gpt_forward as well as gpt_logits)");
+}
+
+TEST_CASE("gpt_backward refuses a tanh-GELU model before it writes a gradient",
+          "[gpt_backward][model][backward][gpt2][c:gpt_backward.exact-gelu-only]") {
+    GoldenCase k("8-training/model_tiny.txt");
+    wb::GptCache<float> cache;
+    wb::gpt_forward(k.params, k.config, k.inputs, k.targets, -1, cache);
+    GptConfig tanh = k.config;
+    tanh.gelu = wb::Gelu::tanh;
+    GptParams<float> grads = wbtest::zero_params(k.params);
+    WB_CHECK_THROWS(wb::ValueError, wb::gpt_backward(k.params, tanh, cache, grads),
+                    "layers.hpp's gelu_backward is the exact form's derivative: a model with "
+                    "config.gelu == Gelu::tanh is refused, not trained with the wrong gradient",
+                    "wb::gpt_backward", "gelu = tanh");
+    wbtest::each_tensor(grads, [](const std::string& name, const auto& t) {
+        INFO("hint: the refusal comes before anything is written; " << name << " changed");
+        CHECK(xt::all(xt::equal(t, 0.0f)));
+    });
 }
 
 TEST_CASE("every parameter's gradient of a tiny GPT matches PyTorch's autograd",

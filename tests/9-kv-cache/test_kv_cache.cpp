@@ -3,6 +3,7 @@
 #include "9-kv-cache/kv_cache.hpp"
 #include "check.hpp"
 #include "forward_double.hpp"
+#include "gpt2_golden.hpp"
 #include "model_fixture.hpp"
 
 #include <algorithm>
@@ -246,6 +247,32 @@ TEST_CASE("prefill then decode_step matches the full forward at every position",
         INFO("cache.length after the step = " << cache.length << ", expected " << t + 1
                                               << ". Hint: did you forget length += 1?");
         CHECK(cache.length == t + 1);
+    }
+}
+
+TEST_CASE("GPT-2's own weights: prefill and decode_step give GPT-2's logits (tanh GELU)",
+          "[prefill][decode_step][gpt2][golden][c:prefill.gelu-kind][c:decode_step.gelu-kind]") {
+    // A tiny GPT-2 whose logits come from GPT-2's own forward in PyTorch
+    // (tools/goldens/gpt2_model.py), not from chapter 8.
+    const wbtest::Golden g("8-training/gpt2_tiny.txt");
+    const wb::GptConfig c = wbtest::gpt2_golden_config(g);  // gelu = Gelu::tanh
+    const wb::GptParams<float> p = wbtest::gpt2_golden_params(g, c);
+    const auto stored = g.tensor<2>("inputs");  // [2, 6] ids, stored as floats
+    wb::TokenIds ids = wb::TokenIds::from_shape(stored.shape());
+    std::transform(stored.begin(), stored.end(), ids.begin(),
+                   [](float id) { return static_cast<std::int64_t>(id); });
+    const wb::Mat<float> full = g.tensor<2>("logits");  // [12, V]
+    const char* hint =
+        "GPT-2's FFN is GELU's tanh form: with config.gelu == Gelu::tanh each layer runs "
+        "chapter 7's gelu_tanh, as chapter 8's forward does (the exact gelu misses by 7e-4)";
+
+    wb::KvCache cache = wb::make_kv_cache(c, 2);
+    WB_CHECK_CLOSE(wb::prefill(p, c, prefix(ids, 3), cache), full_rows_at(full, 2, 6, 2), kTol,
+                   std::string("prefill: ") + hint);
+    for (std::size_t t = 3; t < 6; ++t) {
+        INFO("decode_step at position t = " << t);
+        WB_CHECK_CLOSE(wb::decode_step(p, c, {ids(0, t), ids(1, t)}, cache),
+                       full_rows_at(full, 2, 6, t), kTol, std::string("decode_step: ") + hint);
     }
 }
 

@@ -98,7 +98,7 @@ void run_forward(const GptParams<float>& p, const GptConfig& c, const TokenIds& 
         a.ln2 = as_rows(h2);
         const Tensor3 fc = linear(h2, lin(w.w_fc, w.b_fc));
         a.fc = as_rows(fc);
-        const Tensor3 act = gelu(fc);
+        const Tensor3 act = c.gelu == Gelu::exact ? gelu(fc) : gelu_tanh(fc);
         a.fc_gelu = as_rows(act);
         x = x + linear(act, lin(w.w_proj, w.b_proj));
     }
@@ -288,6 +288,10 @@ void gpt_backward(const GptParams<float>& params, const GptConfig& config,
     require_valid_config(fn, config);
     require_gpt_shapes(fn, "params", params, config);
     require_gpt_shapes(fn, "grads", grads, config);
+    if (config.gelu != Gelu::exact) {
+        throw ValueError(std::string(fn) + ": only gelu = exact can be trained, got gelu = " +
+                         gelu_name(config.gelu));
+    }
     if (!cache.has_loss) {
         throw ValueError(std::string(fn) + ": the cache holds no loss; call gpt_forward first");
     }

@@ -88,8 +88,9 @@ Mat<float> run_new_tokens(const GptParams<float>& p, const GptConfig& c, const T
         const Attention att = sdpa(q, slots(cache.k[l], stop), slots(cache.v[l], stop), mask);
         x = x + linear(merge_heads(att.output), Linear{blk.w_o, blk.b_o});
         const Tensor3 h2 = layer_norm(x, LayerNormParams{blk.ln2_g, blk.ln2_b, eps});
-        x = x +
-            linear(gelu(linear(h2, Linear{blk.w_fc, blk.b_fc})), Linear{blk.w_proj, blk.b_proj});
+        const Tensor3 up = linear(h2, Linear{blk.w_fc, blk.b_fc});
+        x = x + linear(c.gelu == Gelu::exact ? gelu(up) : gelu_tanh(up),
+                       Linear{blk.w_proj, blk.b_proj});
     }
     const Tensor3 last = layer_norm(last_token_keep(x), LayerNormParams{p.ln_f_g, p.ln_f_b, eps});
     return next_token_logits(last, Linear{p.lm_head, Tensor1{}});
