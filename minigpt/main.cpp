@@ -25,6 +25,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -68,7 +69,9 @@ struct Cli {
     std::uint64_t model_seed = 1;
     double held_out_fraction = 0.1;
     std::string corpus = bundled_corpus_path();
-    std::string tokenizer = "char";  // --tokenizer: char or bpe (chapter 2)
+    std::string tokenizer = "char";  // --tokenizer: char or bpe (chapter 2); gpt2 with --load
+    bool tokenizer_given = false;    // --tokenizer on the command line
+    bool engine_given = false;       // --engine on the command line
     std::size_t vocab_size = 512;    // --vocab-size: V of the BPE
     std::string out = WB_MINIGPT_DEFAULT_OUT;
     std::string load;
@@ -401,10 +404,10 @@ std::vector<Output> training_outputs(const Cli& c) {
     return out;
 }
 
-void print_sample(const Model& model, const Cli& c) {
+void print_sample(const Model& model, const Cli& c, Engine engine) {
     GenerationSpeed speed;  // fast: GptDecoder (gpt_decode.hpp), chapter 9's numbers, faster
     std::string text;
-    if (c.train.engine == Engine::chapters) {  // chapter 9's prefill / decode_step
+    if (engine == Engine::chapters) {  // chapter 9's prefill / decode_step
         const auto t0 = std::chrono::steady_clock::now();
         text = generate_text(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed, c.greedy);
         speed.tokens = c.max_new_tokens;
@@ -415,7 +418,9 @@ void print_sample(const Model& model, const Cli& c) {
         text = generate_text_fast(model, c.prompt, c.max_new_tokens, c.sampling, c.train.seed,
                                   c.greedy, &speed);
     }
-    std::cout << "\nminigpt: sample (" << c.max_new_tokens << " characters, "
+    const bool characters = model.tokenizer.kind() == TokenizerKind::characters;
+    std::cout << "\nminigpt: sample (" << c.max_new_tokens
+              << (characters ? " characters, " : " tokens, ")
               << (c.greedy ? std::string("greedy")
                            : "temperature " + fmt("%g", c.sampling.temperature) + ", top-k " +
                                  std::to_string(c.sampling.top_k) + ", top-p " +
@@ -460,9 +465,40 @@ void check_data_parallel(const Cli& c, int ranks) {
 }
 #endif  // WB_MINIGPT_MPI
 
+const char* tokenizer_label(TokenizerKind kind) {
+    return kind == TokenizerKind::gpt2 ? "gpt2" : kind == TokenizerKind::bpe ? "bpe" : "char";
+}
+
+// The engine a loaded model generates on, and --tokenizer, if given, checked against its
+// vocabulary. GPT-2's tanh GELU runs on the chapters (the fast decoder computes the exact
+// form), so such a model takes --engine chapters unless told otherwise, and is refused with
+// --engine fast.
+Engine loaded_engine(const Model& model, const Cli& c) {
+    const char* kind = tokenizer_label(model.tokenizer.kind());
+    if (c.tokenizer_given && c.tokenizer != kind) {
+        throw wb::ValueError("--tokenizer " + c.tokenizer + ": " + c.load + " holds a " + kind +
+                             " vocabulary; expected --tokenizer " + kind + " or none");
+    }
+    if (model.config.gelu != wb::Gelu::tanh) return c.train.engine;
+    if (c.engine_given && c.train.engine == Engine::fast) {
+        throw wb::ValueError(c.load +
+                             " has GPT-2's tanh GELU, which runs on your chapters 8 and 9; the "
+                             "fast decoder computes the exact GELU only: expected --engine "
+                             "chapters");
+    }
+    return Engine::chapters;
+}
+
 int run(const Cli& c, const Parallel& p) {
     set_threads(c.train.threads);
-    print_code(c.train.engine);
+    // A loaded model says which code runs once it is known: GPT-2's GELU picks the chapters.
+    std::optional<Model> loaded;
+    Engine engine = c.train.engine;
+    if (!c.load.empty()) {
+        loaded = load_model(c.load);
+        engine = loaded_engine(*loaded, c);
+    }
+    print_code(engine);
     if (p.step != nullptr) {
         std::cout << "minigpt: data-parallel on " << p.ranks << (p.ranks == 1 ? " rank" : " ranks")
                   << " (" << p.where
@@ -470,9 +506,9 @@ int run(const Cli& c, const Parallel& p) {
                      "of ranks; rank 0 evaluates, prints and saves\n";
     }
     if (!c.load.empty()) {
-        const Model model = load_model(c.load);
+        const Model& model = *loaded;
         check_prompt(model.tokenizer, c.prompt);  // a bad prompt fails before any output
-        if (c.train.engine == Engine::chapters && !model.variant.is_default()) {
+        if (engine == Engine::chapters && !model.variant.is_default()) {
             throw wb::ValueError(c.load + " was trained with " + variant_changes(model.variant) +
                                  ", which runs on --engine fast: chapter 9 decodes only the "
                                  "Pre-LN model with scaled attention, a final LayerNorm and "
@@ -482,9 +518,11 @@ int run(const Cli& c, const Parallel& p) {
                   << " T=" << model.config.T_max << " D=" << model.config.D
                   << " H=" << model.config.H << " L=" << model.config.L << " positions "
                   << positions_label(model.config, model.variant) << other_changes(model.variant)
+                  << (model.config.gelu == wb::Gelu::tanh ? ", GELU tanh" : "") << ", "
+                  << tokenizer_label(model.tokenizer.kind()) << " vocabulary"
                   << ", " << with_commas(parameter_count(model.params)) << " parameters, trained "
                   << model.step << " steps\n";
-        print_sample(model, c);
+        print_sample(model, c, engine);
         return 0;
     }
 
@@ -568,7 +606,7 @@ int run(const Cli& c, const Parallel& p) {
     save_model(c.out, model);
     std::cout << "minigpt: model " << c.out << " (weights and vocabulary in one file)\n";
     write_curves(c.out, result.log);
-    print_sample(model, c);
+    print_sample(model, c, c.train.engine);
     // The command that shows what this model attends to, on the prompt or the corpus's first line.
     std::vector<std::int64_t> first(
         corpus.ids.begin(),
@@ -630,8 +668,10 @@ void add_training_options(CLI::App& app, Cli& c) {
     app.add_option("--corpus", c.corpus, "UTF-8 text file to train on");
     app.add_option("--tokenizer", c.tokenizer,
                    "char: one token per character; bpe: chapter 2's byte-level BPE, learned "
-                   "on the corpus (the vocabulary goes into the model file)")
-        ->check(CLI::IsMember({"char", "bpe"}));
+                   "on the corpus (the vocabulary goes into the model file); gpt2: with --load "
+                   "of a GPT-2 converted by tools/convert-gpt2, GPT-2's own tokenizer (chapter "
+                   "2's gpt2_encode)")
+        ->check(CLI::IsMember({"char", "bpe", "gpt2"}));
     app.add_option("--vocab-size", c.vocab_size, "V of the BPE vocabulary: 256 bytes + merges")
         ->check(integer_check(256, kMaxWidth));
     app.add_option("--out", c.out,
@@ -786,6 +826,13 @@ void check_run_usage(const CLI::App& app, Cli& c) {
     // Without --warmup, a short run warms up for a tenth of its steps at most.
     if (app.count("--warmup") == 0) t.warmup = std::min(t.warmup, t.steps / 10);
     t.engine = c.engine == "chapters" ? Engine::chapters : Engine::fast;
+    c.engine_given = app.count("--engine") > 0;
+    c.tokenizer_given = app.count("--tokenizer") > 0;
+    if (c.load.empty() && c.tokenizer == "gpt2") {
+        throw UsageError(
+            "--tokenizer gpt2 runs a GPT-2 converted by tools/convert-gpt2: add --load "
+            "gpt2.model; to train a new model, expected --tokenizer char or bpe");
+    }
     check_usage(c);
     if (app.count("--vocab-size") > 0 && c.tokenizer != "bpe") {
         throw UsageError(
@@ -801,14 +848,13 @@ void check_run_usage(const CLI::App& app, Cli& c) {
     }
     if (!c.load.empty()) {
         // The model file fixes the shape and the training is over: say so, not ignore.
-        for (const char* name : {"--steps",         "--time-limit",   "--batch",
-                                 "--context",       "--d-model",      "--heads",
-                                 "--layers",        "--lr",           "--min-lr",
-                                 "--warmup",        "--weight-decay", "--grad-clip",
-                                 "--eval-interval", "--eval-batches", "--model-seed",
-                                 "--corpus",        "--out",          "--positions",
-                                 "--tokenizer",     "--vocab-size",   "--attention-scale",
-                                 "--norm",          "--final-norm"}) {
+        for (const char* name :
+             {"--steps",         "--time-limit",   "--batch",        "--context",
+              "--d-model",       "--heads",        "--layers",       "--lr",
+              "--min-lr",        "--warmup",       "--weight-decay", "--grad-clip",
+              "--eval-interval", "--eval-batches", "--model-seed",   "--corpus",
+              "--out",           "--positions",    "--vocab-size",   "--attention-scale",
+              "--norm",          "--final-norm"}) {
             if (app.count(name) > 0) {
                 throw UsageError(std::string(name) +
                                  " has no effect with --load (the model "

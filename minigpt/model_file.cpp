@@ -25,6 +25,8 @@ constexpr std::size_t kModelHeaderBytes = 8 + 4 + 8 + 8;  // magic, version, N, 
 constexpr std::size_t kVariantBytes = 4;           // version 2: the switches, after the 28 bytes
 constexpr std::uint32_t kModelVersion = 1;         // chapter 8's model (the default Variant)
 constexpr std::uint32_t kModelVariantVersion = 2;  // any other Variant
+constexpr std::uint32_t kModelGeluVersion = 3;     // GPT-2's tanh GELU: 4 bytes more
+constexpr std::size_t kGeluBytes = 4;              // version 3: gelu, then 3 bytes of zeros
 
 // The 4 bytes of version 2: attention scale, norm, final norm, positions.
 std::string variant_bytes(const Variant& v) {
@@ -140,10 +142,12 @@ Tokenizer vocabulary_of(const std::string& fn, const std::string& where, const s
 void require_vocabulary_size(const std::string& fn, const std::string& where,
                              const Tokenizer& tokenizer, std::size_t V, const std::string& path) {
     if (tokenizer.size() == V) return;
-    const bool bpe = tokenizer.kind() == TokenizerKind::bpe;
+    const TokenizerKind kind = tokenizer.kind();
     throw FileError(fn + ": " + where + " holds " + std::to_string(tokenizer.size()) +
-                    (bpe ? " BPE tokens" : " characters") + ", expected V = " + std::to_string(V) +
-                    " of the checkpoint " + path +
+                    (kind == TokenizerKind::bpe    ? " BPE tokens"
+                     : kind == TokenizerKind::gpt2 ? " GPT-2 tokens"
+                                                   : " characters") +
+                    ", expected V = " + std::to_string(V) + " of the checkpoint " + path +
                     " (the vocabulary does not belong to these weights)");
 }
 
@@ -257,14 +261,19 @@ void save_model(const std::string& path, const Model& model) {
                         "; the previous file at " + path + " is unchanged");
     }
     // Chapter 8's model is written as version 1, as before the switches existed; another
-    // variant as version 2, its switches after the sizes.
-    const bool variant = !model.variant.is_default();
-    const std::uint32_t version = variant ? kModelVariantVersion : kModelVersion;
+    // variant as version 2, its switches after the sizes; GPT-2's GELU as version 3, the
+    // switches and then the GELU byte (chapter 8's checkpoint does not hold it).
+    const bool tanh = model.config.gelu == Gelu::tanh;
+    const bool variant = tanh || !model.variant.is_default();
+    const std::uint32_t version = tanh      ? kModelGeluVersion
+                                  : variant ? kModelVariantVersion
+                                            : kModelVersion;
     std::string header(kModelMagic, kModelMagic + 8);
     for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(version >> (8 * i)));
     put_u64(header, vocabulary.size());
     put_u64(header, checkpoint.size());
     if (variant) header += variant_bytes(model.variant);
+    if (tanh) header += std::string{'\1', '\0', '\0', '\0'};
     Fnv1a hash;
     hash.add(header);
     hash.add(vocabulary);
@@ -308,22 +317,38 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     for (int i = 0; i < 4; ++i) {
         version |= std::uint32_t(static_cast<unsigned char>(header[8 + i])) << (8 * i);
     }
-    if (version != kModelVersion && version != kModelVariantVersion) {
+    if (version != kModelVersion && version != kModelVariantVersion &&
+        version != kModelGeluVersion) {
         throw FileError(fn + ": " + path + ": format version " + std::to_string(version) +
-                        ", expected " + std::to_string(kModelVersion) + " or " +
-                        std::to_string(kModelVariantVersion));
+                        ", expected " + std::to_string(kModelVersion) + ", " +
+                        std::to_string(kModelVariantVersion) + " or " +
+                        std::to_string(kModelGeluVersion));
     }
-    // Version 2: the switches follow the 28 bytes (version 1 is chapter 8's model).
+    // Version 2: the switches follow the 28 bytes (version 1 is chapter 8's model); version 3:
+    // the switches, then the GELU byte and 3 zeros.
     std::string switches;
     Variant variant;
-    if (version == kModelVariantVersion) {
-        switches = read_file_part(fn, path, kModelHeaderBytes, kVariantBytes);
-        if (switches.size() < kVariantBytes) {
+    Gelu gelu = Gelu::exact;
+    if (version != kModelVersion) {
+        const std::size_t extra = kVariantBytes + (version == kModelGeluVersion ? kGeluBytes : 0);
+        switches = read_file_part(fn, path, kModelHeaderBytes, extra);
+        if (switches.size() < extra) {
             throw FileError(fn + ": " + path + " is truncated at byte " + std::to_string(size) +
-                            " (the header of version 2 alone is " +
-                            std::to_string(kModelHeaderBytes + kVariantBytes) + " bytes)");
+                            " (the header of version " + std::to_string(version) + " alone is " +
+                            std::to_string(kModelHeaderBytes + extra) + " bytes)");
         }
         variant = variant_of(fn, path, switches);
+        if (version == kModelGeluVersion) {
+            const auto b = static_cast<unsigned char>(switches[kVariantBytes]);
+            const bool zeros = switches.compare(kVariantBytes + 1, 3, std::string(3, '\0')) == 0;
+            if (b > 1 || !zeros) {
+                throw FileError(fn + ": " + path + ": gelu = " + std::to_string(b) + " (byte " +
+                                std::to_string(kModelHeaderBytes + kVariantBytes) + ")" +
+                                (zeros ? "" : " or bytes 33 to 35 not 0") +
+                                ", expected 0 (exact) or 1 (tanh) followed by 3 zeros");
+            }
+            gelu = b == 1 ? Gelu::tanh : Gelu::exact;
+        }
     }
     const std::uint64_t header_bytes = kModelHeaderBytes + switches.size();
     const std::uint64_t n_vocab = get_u64(header, 12), n_ckpt = get_u64(header, 20);
@@ -387,6 +412,7 @@ Model load_model(const std::string& path, const MemoryLimit& limit) {
     }
     Model model = from_checkpoint(std::move(ckpt), std::move(tokenizer));
     model.variant = variant;
+    model.config.gelu = gelu;
     return model;
 }
 

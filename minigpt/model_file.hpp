@@ -24,6 +24,13 @@
 ///              information; the checkpoint's config says rope: no table wpe, and no rotation)
 /// ```
 /// (Byte 31 was reserved, always 0, before `--positions none`: those files read as before.)
+/// A model with GPT-2's tanh GELU (GptConfig::gelu, which chapter 8's checkpoint does not hold:
+/// a GPT-2 converted by tools/convert-gpt2) is format version 3: version 2's 4 bytes, then 4
+/// more, so the vocabulary starts at 36:
+/// ```
+///   32  1  u8  gelu: 0 = exact, 1 = tanh
+///   33  3      0, 0, 0
+/// ```
 /// A save writes version 1 for the default variant, byte for byte as before the switches
 /// existed, so earlier programs still read those models; a load reads both versions.
 /// A save writes the file under a unique temporary name in the same folder (a TemporaryFile,
@@ -111,7 +118,8 @@ void save_model(const std::string& path, const Model& model);
 ///         wb::load_checkpoint and Tokenizer::deserialize), a vocabulary whose size is not the
 ///         checkpoint's V, a switch of version 2 with an unknown value (the message names it,
 ///         its value and the values expected), positions none with a checkpoint whose
-///         positions are not rope, or a bare checkpoint of the older two-file form
+///         positions are not rope, a GELU byte of version 3 other than 0 or 1 (or bytes 33
+///         to 35 not 0), or a bare checkpoint of the older two-file form
 ///         (the message gives the `minigpt convert` command that makes it one file)
 Model load_model(const std::string& path);
 

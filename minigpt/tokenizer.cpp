@@ -2,6 +2,11 @@
 // chapter 2's byte-level BPE.
 #include "minigpt/tokenizer.hpp"
 
+#include <memory>
+#include <utility>
+
+#include "2-embedding/gpt2.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -162,7 +167,70 @@ void require_bpe_size(const std::string& fn, const std::vector<BpeMerge>& merges
 }
 
 const char* const kVocabHeader = "wb-minigpt-vocab 1 ";
-const char* const kBpeHeader = "wb-minigpt-bpe 1\n";  // then chapter 2's bpe_serialize
+const char* const kBpeHeader = "wb-minigpt-bpe 1\n";   // then chapter 2's bpe_serialize
+const char* const kGpt2Header = "wb-minigpt-gpt2 1 ";  // then "<tokens> <merges>\n", the lines
+
+// A count of the GPT-2 header: 1 to 7 decimal digits without a leading zero, at most
+// kMaxGpt2Entries.
+std::size_t gpt2_count(const std::string& fn, const std::string& text, const char* what) {
+    if (text.empty() || text.size() > 7 || (text.size() > 1 && text[0] == '0') ||
+        !std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+        std::stoul(text) > kMaxGpt2Entries) {
+        throw ValueError(fn + ": bad count of " + what + " \"" + printable(text) +
+                         "\" in the GPT-2 header (expected a decimal number up to " +
+                         std::to_string(kMaxGpt2Entries) + ")");
+    }
+    return std::stoul(text);
+}
+
+// The GPT-2 form of serialize(), after its header's "wb-minigpt-gpt2 1 ".
+Gpt2Vocab gpt2_deserialize(const std::string& fn, const std::string& data) {
+    std::size_t at = 0;
+    const auto line = [&](const char* what, std::size_t index) {
+        const std::size_t end = data.find('\n', at);
+        if (end == std::string::npos) {
+            throw ValueError(fn + ": the GPT-2 vocabulary ends inside " + what + " " +
+                             std::to_string(index) + " (expected every line to end in \\n)");
+        }
+        std::string text = data.substr(at, end - at);
+        at = end + 1;
+        return text;
+    };
+    const std::string counts = line("the header", 0);
+    const std::size_t space = counts.find(' ');
+    if (space == std::string::npos) {
+        throw ValueError(fn + ": bad GPT-2 header \"" + printable(counts) +
+                         "\" (expected \"<tokens> <merges>\")");
+    }
+    const std::size_t n_tokens = gpt2_count(fn, counts.substr(0, space), "tokens");
+    const std::size_t n_merges = gpt2_count(fn, counts.substr(space + 1), "merges");
+    if (n_tokens == 0) throw ValueError(fn + ": the GPT-2 vocabulary has no tokens");
+    std::vector<std::string> tokens;
+    tokens.reserve(n_tokens);
+    for (std::size_t i = 0; i < n_tokens; ++i) {
+        tokens.push_back(line("token", i));
+        if (tokens.back().empty()) {
+            throw ValueError(fn + ": GPT-2 token " + std::to_string(i) + " is empty");
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> merges;
+    merges.reserve(n_merges);
+    for (std::size_t r = 0; r < n_merges; ++r) {
+        const std::string text = line("merge", r);
+        const std::size_t sp = text.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 == text.size() ||
+            text.find(' ', sp + 1) != std::string::npos) {
+            throw ValueError(fn + ": GPT-2 merge " + std::to_string(r) + " \"" + printable(text) +
+                             "\" is not two tokens separated by one space");
+        }
+        merges.emplace_back(text.substr(0, sp), text.substr(sp + 1));
+    }
+    if (at != data.size()) {
+        throw ValueError(fn + ": " + std::to_string(data.size() - at) +
+                         " bytes after the GPT-2 vocabulary's last merge");
+    }
+    return gpt2_vocab(std::move(merges), std::move(tokens));  // refuses repeated entries
+}
 
 // Length of the valid UTF-8 sequence that starts at bytes[i] (the rules of
 // decode_with_offsets), or 0 when none starts there.
@@ -262,8 +330,22 @@ Tokenizer Tokenizer::bpe_from_text(const std::string& text, std::size_t vocab_si
     return t;
 }
 
+Tokenizer Tokenizer::from_gpt2(Gpt2Vocab vocab) {
+    Tokenizer t;
+    t.kind_ = TokenizerKind::gpt2;
+    t.gpt2_ = std::make_shared<const Gpt2Vocab>(std::move(vocab));
+    return t;
+}
+
 std::string Tokenizer::serialize() const {
     if (kind_ == TokenizerKind::bpe) return kBpeHeader + bpe_serialize(merges_);
+    if (kind_ == TokenizerKind::gpt2) {
+        std::string out = kGpt2Header + std::to_string(gpt2_->tokens.size()) + " " +
+                          std::to_string(gpt2_->merges.size()) + "\n";
+        for (const std::string& token : gpt2_->tokens) out += token + "\n";
+        for (const auto& [first, second] : gpt2_->merges) out += first + " " + second + "\n";
+        return out;
+    }
     // Header "wb-minigpt-vocab 1 <count>\n", then the characters in id order, concatenated
     // (a newline is a character like any other, so no separator is needed).
     return kVocabHeader + std::to_string(chars_.size()) + "\n" + utf8_encode(chars_);
@@ -271,6 +353,15 @@ std::string Tokenizer::serialize() const {
 
 Tokenizer Tokenizer::deserialize(const std::string& data) {
     const std::string fn = "wb::minigpt::Tokenizer::deserialize";
+    const std::string gpt2_header = kGpt2Header;
+    if (data.compare(0, gpt2_header.size(), gpt2_header) == 0) {
+        try {
+            return from_gpt2(gpt2_deserialize(fn, data.substr(gpt2_header.size())));
+        } catch (const ValueError& e) {
+            const std::string what = e.what();
+            throw ValueError(what.rfind(fn, 0) == 0 ? what : fn + ": " + what);
+        }
+    }
     const std::string bpe_header = kBpeHeader;
     if (data.compare(0, bpe_header.size(), bpe_header) == 0) {
         // The size of `data` is bounded by the model file's header; chapter 2 bounds the rest.
@@ -289,7 +380,8 @@ Tokenizer Tokenizer::deserialize(const std::string& data) {
     if (data.compare(0, header.size(), header) != 0 || newline == std::string::npos ||
         newline <= header.size()) {
         throw ValueError(fn + ": not a vocabulary (expected a first line \"" + header +
-                         "<count>\" or \"wb-minigpt-bpe 1\")");
+                         "<count>\", \"wb-minigpt-bpe 1\" or \"" + gpt2_header +
+                         "<tokens> <merges>\")");
     }
     const std::string count_text = data.substr(header.size(), newline - header.size());
     if (count_text.size() > 9 || !std::all_of(count_text.begin(), count_text.end(),
@@ -329,7 +421,8 @@ std::vector<std::int64_t> Tokenizer::encode(const std::string& text) const {
     std::vector<char32_t> cps;
     std::vector<std::size_t> offsets;
     decode_with_offsets(fn, text, cps, &offsets);
-    if (kind_ == TokenizerKind::bpe) return bpe_encode(text, merges_);  // chapter 2
+    if (kind_ == TokenizerKind::bpe) return bpe_encode(text, merges_);   // chapter 2
+    if (kind_ == TokenizerKind::gpt2) return gpt2_encode(text, *gpt2_);  // chapter 2
     std::vector<std::int64_t> ids(cps.size());
     for (std::size_t i = 0; i < cps.size(); ++i) {
         const auto it = std::lower_bound(chars_.begin(), chars_.end(), cps[i]);
@@ -352,13 +445,15 @@ std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) const {
                              std::to_string(size()) + ")");
         }
     }
-    if (kind_ == TokenizerKind::bpe) return utf8_repair(bpe_decode(ids, merges_));  // chapter 2
+    if (kind_ == TokenizerKind::bpe) return utf8_repair(bpe_decode(ids, merges_));   // chapter 2
+    if (kind_ == TokenizerKind::gpt2) return utf8_repair(gpt2_decode(ids, *gpt2_));  // chapter 2
     std::vector<char32_t> cps(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) cps[i] = chars_[static_cast<std::size_t>(ids[i])];
     return utf8_encode(cps);
 }
 
 std::size_t Tokenizer::size() const {
+    if (kind_ == TokenizerKind::gpt2) return gpt2_->tokens.size();
     return kind_ == TokenizerKind::bpe ? 256 + merges_.size() : chars_.size();
 }
 

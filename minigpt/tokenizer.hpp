@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "2-embedding/bpe.hpp"
+#include "workbook/gpt2_given.hpp"
 
 namespace wb::minigpt {
 
@@ -40,11 +43,16 @@ std::string utf8_repair(const std::string& bytes);
 /// 2^16 tokens holds well under 1 MiB.
 inline constexpr std::uint64_t kMaxBpeVocabularyBytes = std::uint64_t(64) << 20;
 
-/// The kinds of vocabulary (`minigpt --tokenizer char|bpe`).
+/// The kinds of vocabulary (`minigpt --tokenizer char|bpe|gpt2`).
 enum class TokenizerKind {
     characters,  ///< one token per distinct code point of the training text
     bpe,         ///< chapter 2's byte-level BPE: 256 byte tokens and the learned merges
+    gpt2,        ///< GPT-2's vocabulary, encoded by chapter 2's gpt2_encode (a converted GPT-2)
 };
+
+/// The largest number of tokens or merges a GPT-2 vocabulary part may announce: 2^20 (GPT-2
+/// has 50,257 tokens and 50,000 merges).
+inline constexpr std::size_t kMaxGpt2Entries = std::size_t(1) << 20;
 
 /// The vocabulary: either the distinct code points of a text, sorted, id = rank; or the 256
 /// bytes and the merges of chapter 2's BPE, id = 256 + rank of the merge.
@@ -63,7 +71,11 @@ class Tokenizer {
     /// @throws NotImplemented if chapter 2's BPE is still the stub
     static Tokenizer bpe_from_text(const std::string& text, std::size_t vocab_size);
 
-    /// Reads the form written by serialize(): either kind; the character form is the one
+    /// GPT-2's vocabulary (chapter 2's Gpt2Vocab): encode is chapter 2's gpt2_encode, decode its
+    /// gpt2_decode.
+    static Tokenizer from_gpt2(Gpt2Vocab vocab);
+
+    /// Reads the form written by serialize(): any kind; the character form is the one
     /// earlier versions of the program wrote, read as before.
     /// @throws ValueError naming "wb::minigpt::Tokenizer::deserialize" if the data is not a
     ///         vocabulary (bad header, a count with a leading zero, not UTF-8, duplicate or
@@ -75,6 +87,9 @@ class Tokenizer {
 
     /// A text form of the vocabulary. Characters: a header line `wb-minigpt-vocab 1 <count>`,
     /// then the characters as UTF-8. BPE: a line `wb-minigpt-bpe 1`, then wb::bpe_serialize.
+    /// GPT-2: a line `wb-minigpt-gpt2 1 <tokens> <merges>`, then each token in id order on a
+    /// line of its own (encoder.json's strings), then each merge `first second` on a line, in
+    /// rank order (vocab.bpe's lines): tools/convert-gpt2 writes this form.
     std::string serialize() const;
 
     /// Ids of `text`.
@@ -88,10 +103,10 @@ class Tokenizer {
     /// @throws ValueError if an id is outside [0, size())
     std::string decode(const std::vector<std::int64_t>& ids) const;
 
-    /// The model's V: distinct characters, or 256 + the number of merges.
+    /// The model's V: distinct characters, 256 + the number of merges, or GPT-2's tokens.
     std::size_t size() const;
 
-    /// Characters or BPE.
+    /// Characters, BPE or GPT-2's.
     TokenizerKind kind() const;
 
     /// The merges of a BPE vocabulary, in the order learned (empty for characters).
@@ -99,8 +114,9 @@ class Tokenizer {
 
   private:
     TokenizerKind kind_ = TokenizerKind::characters;
-    std::vector<char32_t> chars_;   // characters: sorted, distinct
-    std::vector<BpeMerge> merges_;  // bpe: chapter 2's merges, token 256 + r is merge r
+    std::vector<char32_t> chars_;            // characters: sorted, distinct
+    std::vector<BpeMerge> merges_;           // bpe: chapter 2's merges, token 256 + r is merge r
+    std::shared_ptr<const Gpt2Vocab> gpt2_;  // gpt2: GPT-2's merges and tokens (shared, 4 MB)
 };
 
 /// @}

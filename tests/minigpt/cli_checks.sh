@@ -129,6 +129,18 @@ case_ 'saves of 10 runs at once to one --out all succeed and leave no temporary 
 case_ 'refuses a model too large for the memory before allocating it' \
   'D=65536 L=1024 has [0-9]+ parameters; training it needs at least.*more than.*rc=1' \
   '"$m" --d-model 65536 --layers 1024 --steps 1'
+case_ 'runs a converted GPT-2 on the chapters: the greedy text of the PyTorch forward of GPT-2' \
+  'GELU tanh, gpt2 vocabulary.*greedy.*Hello worldr Her He.*rc=0' \
+  'python3 "$root/tests/minigpt/tiny_gpt2.py" g1.model && "$m" --load g1.model --tokenizer gpt2 --prompt "Hello world" --greedy --max-new-tokens 6'
+case_ 'refuses --engine fast for the tanh GELU of GPT-2' \
+  'g2.model has GPT-2.s tanh GELU.*expected --engine chapters.*rc=1' \
+  'python3 "$root/tests/minigpt/tiny_gpt2.py" g2.model && "$m" --load g2.model --engine fast --prompt "Hello"'
+case_ 'refuses --tokenizer char for a GPT-2 model' \
+  '--tokenizer char: g3.model holds a gpt2 vocabulary; expected --tokenizer gpt2.*rc=1' \
+  'python3 "$root/tests/minigpt/tiny_gpt2.py" g3.model && "$m" --load g3.model --tokenizer char'
+case_ 'refuses --tokenizer gpt2 without --load' \
+  '--tokenizer gpt2 runs a GPT-2 converted by tools/convert-gpt2: add --load.*rc=2' \
+  '"$m" --tokenizer gpt2'
 case_ 'says in --help that the model is one file' \
   '--out.*one file, the weights and the vocabulary.*rc=0' \
   '"$m" --help'
@@ -142,7 +154,8 @@ if [ $# -ne 2 ] || [ -z "$script" ]; then
   exit 2
 fi
 m=$1
-export m tiny
+root=$(cd "$(dirname "$0")/../.." && pwd)  # the source tree: the goldens and tools/convert-gpt2
+export m tiny root
 output=$(sh -c "$script 2>&1; echo rc=\$?" 2>&1)
 printf "%s\n" "$output"
 if printf "%s\n" "$output" | grep -qzE -e "$pattern"; then

@@ -248,7 +248,7 @@ TEST_CASE("load_model refuses special, damaged and inconsistent files before rea
     version[8] = 9;
     write_all(bad, version);
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "another version",
-                    "format version 9, expected 1 or 2");
+                    "format version 9, expected 1, 2 or 3");
     write_all(bad, good.substr(0, good.size() - 1));
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model(bad), "a file one byte short",
                     "header announces");

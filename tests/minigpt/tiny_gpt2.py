@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Makes the program's model file of the tiny GPT-2 of tests/goldens/8-training/gpt2_tiny.txt
+the way a learner makes GPT-2's: its tensors, in GPT-2's names and layout, written as a
+safetensors file like Hugging Face's model.safetensors, then tools/convert-gpt2.
+
+    tests/minigpt/tiny_gpt2.py OUT.model     (also writes OUT.model.safetensors)
+"""
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+GOLDEN = ROOT / "tests" / "goldens" / "8-training" / "gpt2_tiny.txt"
+VOCAB = ROOT / "tests" / "goldens" / "8-training" / "gpt2_tiny_vocab"
+
+
+def golden_tensors(path):
+    """name -> (shape, [floats]) of a golden file (tests/goldens/README.md)."""
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    out = {}
+    for head, values in zip(lines[0::2], lines[1::2]):
+        _, name, rank, *dims = head.split()
+        assert len(dims) == int(rank), head
+        out[name] = ([int(d) for d in dims], [float(v) for v in values.split()])
+    return out
+
+
+def write_safetensors(path, tensors):
+    """The safetensors layout: u64 header length, JSON header, the F32 data back to back."""
+    header, data = {}, b""
+    for name, (shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def main():
+    out = Path(sys.argv[1])
+    tensors = golden_tensors(GOLDEN)
+    heads = int(tensors["config"][1][3])
+    weights = {n: t for n, t in tensors.items() if n.startswith("transformer.")}
+    st = out.with_name(out.name + ".safetensors")
+    write_safetensors(st, weights)
+    return subprocess.call([sys.executable, str(ROOT / "tools" / "convert-gpt2"),
+                            "--safetensors", str(st), "--vocab-dir", str(VOCAB),
+                            "--heads", str(heads), "--out", str(out)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
