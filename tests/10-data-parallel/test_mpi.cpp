@@ -101,6 +101,13 @@ std::vector<float> mean_of_4_ranks(std::size_t n) {
     return mean;
 }
 
+// Runs SCENARIO on 4 ranks and requires every rank's result to be the mean of the 4 ranks'
+// gradients, bit for bit.
+void require_mean_of_4(const std::string& scenario, const std::string& what) {
+    const auto ranks = ranks_of(scenario, 4);
+    require_every_rank(ranks, mean_of_4_ranks(ranks[0].size()), what);
+}
+
 }  // namespace
 
 TEST_CASE("broadcast_parameters on 4 ranks gives every rank rank 0's model",
@@ -108,38 +115,28 @@ TEST_CASE("broadcast_parameters on 4 ranks gives every rank rank 0's model",
     // Rank r starts from init_gpt(seed + r): only the broadcast makes them equal.
     const auto ranks = ranks_of("broadcast", 4);
     const std::vector<float> rank0 = flat_of(wb::init_gpt<float>(dp_config(), kDpSeed));
-    require_every_rank(ranks, rank0,
-                       "'s parameters after the broadcast "
-                       "(rank 0 sends every tensor, the others receive)");
+    require_every_rank(
+        ranks, rank0,
+        "'s parameters after the broadcast (rank 0 sends every tensor, the others receive)");
 }
 
 TEST_CASE("allreduce_mean_per_tensor on 4 ranks leaves the mean, not the sum, on every rank",
           "[c:allreduce_mean_per_tensor.mean]") {
-    const auto ranks = ranks_of("mean-tensor", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    require_every_rank(ranks, expected,
-                       ": the sum over 4 ranks divided by 4 "
-                       "(exact in float here)");
+    require_mean_of_4("mean-tensor", ": the sum over 4 ranks divided by 4 (exact in float here)");
 }
 
 TEST_CASE("allreduce_mean_flat on 4 ranks leaves the mean, not the sum, on every rank",
           "[c:allreduce_mean_flat.mean]") {
-    const auto ranks = ranks_of("mean-flat", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    require_every_rank(ranks, expected,
-                       ": the sum over 4 ranks divided by 4, "
-                       "in the order of parameters()");
+    require_mean_of_4("mean-flat",
+                      ": the sum over 4 ranks divided by 4, in the order of parameters()");
 }
 
 TEST_CASE(
     "start_allreduce_mean and finish_allreduce_mean on 4 ranks, with a forward between: "
     "the mean on every rank",
     "[c:start_allreduce_mean.nonblocking][c:finish_allreduce_mean.mean]") {
-    const auto ranks = ranks_of("mean-nonblocking", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    require_every_rank(ranks, expected,
-                       ": the sums are complete only after "
-                       "the wait, and then divided by 4");
+    require_mean_of_4("mean-nonblocking",
+                      ": the sums are complete only after the wait, and then divided by 4");
 }
 
 TEST_CASE(
@@ -176,8 +173,8 @@ TEST_CASE("start_allreduce_mean starts one reduction per tensor, lm_head first, 
     std::vector<float> expected;
     for (std::size_t k = count; k > 0; --k) expected.push_back(static_cast<float>(k - 1));
     require_every_rank(ranks, expected,
-                       ": the index in parameters() of the tensor each MPI_Iallreduce "
-                       "reduces, in the order started (the reverse of parameters())");
+                       ": the index in parameters() of the tensor each MPI_Iallreduce reduces, in "
+                       "the order started (the reverse of parameters())");
 }
 
 TEST_CASE(
