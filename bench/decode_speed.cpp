@@ -31,18 +31,13 @@
 
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
+#include "median.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
 #include "peak.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 std::vector<int> int_list(const std::string& text) {
     std::vector<int> out;
@@ -127,12 +122,12 @@ int main(int argc, char** argv) {
                 const auto it = rates.find({side, t});
                 if (it == rates.end()) continue;
                 const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
-                const double m = median(it->second);
+                const double m = wbbench::median(it->second);
                 std::printf(
                     "%-30s threads %d: median %7.0f tokens/s (range %.0f-%.0f), "
                     "weights %5.1f GB/s; %7.0f tokens per CPU-second\n",
                     side == "fast" ? "GptDecoder (capstone)" : "chapter 9 decode_step", t, m, *lo,
-                    *hi, m * count * 4e-9, median(cpu_rates[{side, t}]));
+                    *hi, m * count * 4e-9, wbbench::median(cpu_rates[{side, t}]));
             }
         }
         // The roofline: one token reads every weight once and, on average over the

@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <CLI/CLI.hpp>
 
+#include "median.hpp"
 #include "minigpt/fast/gemm.hpp"
 
 namespace {
@@ -27,12 +28,6 @@ struct Shape {
     bool trans_a, trans_b;
     std::size_t M, N, K;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 
@@ -108,11 +103,12 @@ int main(int argc, char** argv) {
             r_ours.push_back(rate(ours));
             r_theirs.push_back(rate(theirs));
         }
-        const double g_ours = median(r_ours), g_theirs = median(r_theirs);
+        const double g_ours = wbbench::median(r_ours), g_theirs = wbbench::median(r_theirs);
         ratios.push_back(g_ours / g_theirs);
         std::printf("%-18s %5zu %5zu %5zu %10.1f %10.1f %6.2fx\n", s.name, s.M, s.N, s.K, g_ours,
                     g_theirs, g_ours / g_theirs);
     }
-    if (!ratios.empty()) std::printf("median ratio sgemm / cblas: %.2fx\n", median(ratios));
+    if (!ratios.empty())
+        std::printf("median ratio sgemm / cblas: %.2fx\n", wbbench::median(ratios));
     return 0;
 }

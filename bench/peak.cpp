@@ -55,22 +55,26 @@ double now_s() {
 #define WB_PEAK_KEEP_V(c) __asm__ volatile("" : "+v"(c));
 #define WB_PEAK_KEEP_X(c) __asm__ volatile("" : "+x"(c));
 
+// The sum of a vector's lanes, stored in `out`, first to last.
+template <std::size_t N>
+float lane_sum(const float (&out)[N]) {
+    float r = 0;
+    for (float x : out) r += x;
+    return r;
+}
+
 __attribute__((target("avx512f"))) float chains_avx512(long iterations) {
     WB_PEAK_BODY(__m512, _mm512_set1_ps, FMA512, _mm512_add_ps, V)
     alignas(64) float out[16];
     _mm512_store_ps(out, s);
-    float r = 0;
-    for (float x : out) r += x;
-    return r;
+    return lane_sum(out);
 }
 
 __attribute__((target("avx2,fma"))) float chains_avx2(long iterations) {
     WB_PEAK_BODY(__m256, _mm256_set1_ps, FMA256, _mm256_add_ps, X)
     alignas(32) float out[8];
     _mm256_store_ps(out, s);
-    float r = 0;
-    for (float x : out) r += x;
-    return r;
+    return lane_sum(out);
 }
 
 // Without FMA: a multiply and an add per element (2 flops), 4 lanes.

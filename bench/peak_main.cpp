@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "median.hpp"
 #include "peak.hpp"
 
 namespace {
@@ -30,12 +31,6 @@ std::vector<int> int_list(const std::string& text) {
         if (!item.empty()) out.push_back(std::atoi(item.c_str()));
     }
     return out;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
 std::string fma_label(const wbbench::PeakIsa& isa) {
@@ -98,7 +93,7 @@ int main(int argc, char** argv) {
     for (int t : threads) {
         for (const auto& isa : isas) {
             if (!isa.supported) continue;
-            peak[t] = median(samples[fma_label(isa) + "|" + std::to_string(t)]);
+            peak[t] = wbbench::median(samples[fma_label(isa) + "|" + std::to_string(t)]);
             break;
         }
     }
@@ -106,7 +101,7 @@ int main(int argc, char** argv) {
         std::printf("%-40s", label.c_str());
         std::string shares;
         for (int t : threads) {
-            const double g = median(samples[label + "|" + std::to_string(t)]);
+            const double g = wbbench::median(samples[label + "|" + std::to_string(t)]);
             std::printf("  %12.1f", g);
             char buf[32];
             std::snprintf(buf, sizeof buf, "%s%.0f %%", shares.empty() ? "" : " / ",

@@ -30,17 +30,8 @@
 
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
+#include "median.hpp"
 #include "minigpt/fast/gpt_train.hpp"
-
-namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     int steps = 5;
@@ -137,20 +128,16 @@ int main(int argc, char** argv) {
         }
         const double step_tokens = static_cast<double>(B * T);
         double ref_rate = 0.0, fast_rate = 0.0;
-        if (run_ref) {
-            ref_rate = step_tokens / median(ref_times);
-            std::printf(
-                "reference (chapter 8)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f "
-                "ms/step)\n",
-                1e3 * median(ref_times), ref_rate, 1e3 * median(ref_cpu));
-        }
-        if (run_fast) {
-            fast_rate = step_tokens / median(fast_times);
-            std::printf(
-                "GptTrainer (capstone)   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f "
-                "ms/step)\n",
-                1e3 * median(fast_times), fast_rate, 1e3 * median(fast_cpu));
-        }
+        // One side's median step: its time, its rate (returned) and its CPU time.
+        auto report = [&](const char* name, const std::vector<double>& times,
+                          const std::vector<double>& cpu) {
+            const double rate = step_tokens / wbbench::median(times);
+            std::printf("%s   median %7.1f ms/step %8.0f tokens/s   (CPU %7.1f ms/step)\n", name,
+                        1e3 * wbbench::median(times), rate, 1e3 * wbbench::median(cpu));
+            return rate;
+        };
+        if (run_ref) ref_rate = report("reference (chapter 8)", ref_times, ref_cpu);
+        if (run_fast) fast_rate = report("GptTrainer (capstone)", fast_times, fast_cpu);
         if (run_ref && run_fast)
             std::printf("GptTrainer / reference: %.1fx\n", fast_rate / ref_rate);
     } catch (const std::exception& e) {

@@ -48,6 +48,14 @@ void require_same_bits(const std::vector<float>& actual, const std::vector<float
     CHECK(at == -1);
 }
 
+// require_same_bits for every rank's result, named "rank <r>" followed by `what`.
+void require_every_rank(const std::vector<std::vector<float>>& ranks,
+                        const std::vector<float>& expected, const std::string& what) {
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+        require_same_bits(ranks[r], expected, "rank " + std::to_string(r) + what);
+    }
+}
+
 // Chapter 8 on the whole batch in one process: the loss and the gradient of the mean over
 // every token.
 float full_batch_gradient(const wb::GptParams<float>& p, const wb::TokenIds& tokens,
@@ -93,6 +101,13 @@ std::vector<float> mean_of_4_ranks(std::size_t n) {
     return mean;
 }
 
+// Runs SCENARIO on 4 ranks and requires every rank's result to be the mean of the 4 ranks'
+// gradients, bit for bit.
+void require_mean_of_4(const std::string& scenario, const std::string& what) {
+    const auto ranks = ranks_of(scenario, 4);
+    require_every_rank(ranks, mean_of_4_ranks(ranks[0].size()), what);
+}
+
 }  // namespace
 
 TEST_CASE("broadcast_parameters on 4 ranks gives every rank rank 0's model",
@@ -100,50 +115,28 @@ TEST_CASE("broadcast_parameters on 4 ranks gives every rank rank 0's model",
     // Rank r starts from init_gpt(seed + r): only the broadcast makes them equal.
     const auto ranks = ranks_of("broadcast", 4);
     const std::vector<float> rank0 = flat_of(wb::init_gpt<float>(dp_config(), kDpSeed));
-    for (int r = 0; r < 4; ++r) {
-        require_same_bits(ranks[r], rank0,
-                          "rank " + std::to_string(r) +
-                              "'s parameters after the broadcast "
-                              "(rank 0 sends every tensor, the others receive)");
-    }
+    require_every_rank(
+        ranks, rank0,
+        "'s parameters after the broadcast (rank 0 sends every tensor, the others receive)");
 }
 
 TEST_CASE("allreduce_mean_per_tensor on 4 ranks leaves the mean, not the sum, on every rank",
           "[c:allreduce_mean_per_tensor.mean]") {
-    const auto ranks = ranks_of("mean-tensor", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    for (int r = 0; r < 4; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              ": the sum over 4 ranks divided by 4 "
-                              "(exact in float here)");
-    }
+    require_mean_of_4("mean-tensor", ": the sum over 4 ranks divided by 4 (exact in float here)");
 }
 
 TEST_CASE("allreduce_mean_flat on 4 ranks leaves the mean, not the sum, on every rank",
           "[c:allreduce_mean_flat.mean]") {
-    const auto ranks = ranks_of("mean-flat", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    for (int r = 0; r < 4; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              ": the sum over 4 ranks divided by 4, "
-                              "in the order of parameters()");
-    }
+    require_mean_of_4("mean-flat",
+                      ": the sum over 4 ranks divided by 4, in the order of parameters()");
 }
 
 TEST_CASE(
     "start_allreduce_mean and finish_allreduce_mean on 4 ranks, with a forward between: "
     "the mean on every rank",
     "[c:start_allreduce_mean.nonblocking][c:finish_allreduce_mean.mean]") {
-    const auto ranks = ranks_of("mean-nonblocking", 4);
-    const std::vector<float> expected = mean_of_4_ranks(ranks[0].size());
-    for (int r = 0; r < 4; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              ": the sums are complete only after "
-                              "the wait, and then divided by 4");
-    }
+    require_mean_of_4("mean-nonblocking",
+                      ": the sums are complete only after the wait, and then divided by 4");
 }
 
 TEST_CASE(
@@ -179,12 +172,9 @@ TEST_CASE("start_allreduce_mean starts one reduction per tensor, lm_head first, 
     const std::size_t count = wb::parameters(wb::init_gpt<float>(dp_config(), kDpSeed)).size();
     std::vector<float> expected;
     for (std::size_t k = count; k > 0; --k) expected.push_back(static_cast<float>(k - 1));
-    for (int r = 0; r < 2; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              ": the index in parameters() of the tensor each MPI_Iallreduce "
-                              "reduces, in the order started (the reverse of parameters())");
-    }
+    require_every_rank(ranks, expected,
+                       ": the index in parameters() of the tensor each MPI_Iallreduce reduces, in "
+                       "the order started (the reverse of parameters())");
 }
 
 TEST_CASE(
@@ -229,12 +219,9 @@ TEST_CASE("data_parallel_gradients overwrites grads that already hold values",
     const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
     const std::vector<float> expected = tree_gradient(p, dp_batch(kDpBatch, 0));
     const auto ranks = ranks_of("grads-reused", 2);
-    for (int r = 0; r < 2; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              ": grads held another model's values, shaped like params; they "
-                              "are replaced by the mean gradient, not added to");
-    }
+    require_every_rank(ranks, expected,
+                       ": grads held another model's values, shaped like params; they "
+                       "are replaced by the mean gradient, not added to");
 }
 
 TEST_CASE("data_parallel_gradients accepts B equal to the number of ranks, one row each",
@@ -242,11 +229,8 @@ TEST_CASE("data_parallel_gradients accepts B equal to the number of ranks, one r
     const wb::GptParams<float> p = wb::init_gpt<float>(dp_config(), kDpSeed);
     const std::vector<float> expected = tree_gradient(p, dp_batch(2, 0));
     const auto ranks = ranks_of("grads-one-each", 2);
-    for (int r = 0; r < 2; ++r) {
-        require_same_bits(ranks[r], expected,
-                          "rank " + std::to_string(r) +
-                              " of 2, B = 2: only B < W is refused; each rank takes one row");
-    }
+    require_every_rank(ranks, expected,
+                       " of 2, B = 2: only B < W is refused; each rank takes one row");
 }
 
 TEST_CASE(

@@ -103,4 +103,36 @@ bool identical(const wb::GptParams<Real>& a, const wb::GptParams<Real>& b) {
     return same;
 }
 
+/// What gpt_backward takes for a model of `c` (init_gpt's weights for seed 1): the weights, the
+/// cache of their forward on a batch [2, 3] of ids i mod V (each target the id after), and zero
+/// gradients.
+struct BackwardInputs {
+    wb::GptParams<float> params;
+    wb::GptCache<float> cache;
+    wb::GptParams<float> grads;
+};
+
+inline BackwardInputs backward_inputs(const wb::GptConfig& c) {
+    BackwardInputs in{wb::init_gpt<float>(c, 1), {}, {}};
+    wb::TokenIds x = wb::TokenIds::from_shape({2, 3}), y = wb::TokenIds::from_shape({2, 3});
+    const auto V = static_cast<std::int64_t>(c.V);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x.flat(i) = std::int64_t(i) % V;
+        y.flat(i) = std::int64_t(i + 1) % V;
+    }
+    (void)wb::gpt_forward(in.params, c, x, y, -1, in.cache);
+    in.grads = wb::zeros_like(in.params);
+    return in;
+}
+
+/// Whether every value of every tensor of `p` is 0 (gradients nothing was written to).
+inline bool all_zero(const wb::GptParams<float>& p) {
+    for (const auto& r : wb::parameters(p)) {
+        for (std::size_t i = 0; i < r.size; ++i) {
+            if (r.data[i] != 0.0f) return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace wbtest

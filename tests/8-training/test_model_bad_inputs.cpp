@@ -1,5 +1,6 @@
 #include "8-training/model.hpp"
 #include "check.hpp"
+#include "gpt_fixtures.hpp"
 
 #include <cstdint>
 
@@ -9,15 +10,7 @@
 TEST_CASE("gpt_backward names the block count of a cache with blocks removed",
           "[gpt_backward][errors][c:gpt_backward.block-count]") {
     const wb::GptConfig c{7, 4, 8, 2, 2};
-    const wb::GptParams<float> p = wb::init_gpt<float>(c, 1);
-    wb::TokenIds x = wb::TokenIds::from_shape({2, 3}), y = wb::TokenIds::from_shape({2, 3});
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        x.flat(i) = std::int64_t(i % 7);
-        y.flat(i) = std::int64_t((i + 1) % 7);
-    }
-    wb::GptCache<float> cache;
-    (void)wb::gpt_forward(p, c, x, y, -1, cache);
-    wb::GptParams<float> grads = wb::zeros_like(p);
+    auto [p, cache, grads] = wbtest::backward_inputs(c);
 
     wb::GptCache<float> fewer = cache;
     fewer.blocks.pop_back();
@@ -32,7 +25,5 @@ TEST_CASE("gpt_backward names the block count of a cache with blocks removed",
     more.blocks.push_back(cache.blocks[0]);
     WB_CHECK_THROWS(wb::ShapeError, wb::gpt_backward(p, c, more, grads), "one block cache too many",
                     "wb::gpt_backward", "3 block", "L = 2");
-    for (const auto& r : wb::parameters(grads)) {
-        for (std::size_t i = 0; i < r.size; ++i) REQUIRE(r.data[i] == 0.0f);  // nothing written
-    }
+    REQUIRE(wbtest::all_zero(grads));  // nothing written
 }

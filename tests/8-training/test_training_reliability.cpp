@@ -3,6 +3,7 @@
 #include "8-training/model.hpp"
 #include "8-training/optim.hpp"
 #include "check.hpp"
+#include "gpt_fixtures.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,15 +82,7 @@ TEST_CASE("init_gpt refuses a config whose tensors overflow",
 TEST_CASE("gpt_backward checks the cache's shapes before reading it",
           "[gpt_backward][errors][c:gpt_backward.cache-shapes]") {
     const wb::GptConfig c{7, 4, 8, 2, 1};
-    const wb::GptParams<float> p = wb::init_gpt<float>(c, 1);
-    wb::TokenIds x = wb::TokenIds::from_shape({2, 3}), y = wb::TokenIds::from_shape({2, 3});
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        x.flat(i) = std::int64_t(i % 7);
-        y.flat(i) = std::int64_t((i + 1) % 7);
-    }
-    wb::GptCache<float> cache;
-    (void)wb::gpt_forward(p, c, x, y, -1, cache);
-    wb::GptParams<float> grads = wb::zeros_like(p);
+    auto [p, cache, grads] = wbtest::backward_inputs(c);
     wb::GptCache<float> wrong_batch = cache;
     wrong_batch.batch = 3;  // the tensors hold B = 2
     WB_CHECK_THROWS(wb::ShapeError, wb::gpt_backward(p, c, wrong_batch, grads),
@@ -109,9 +102,7 @@ TEST_CASE("gpt_backward checks the cache's shapes before reading it",
     huge.seq_len = std::size_t(1) << 40;
     WB_CHECK_THROWS(wb::ShapeError, wb::gpt_backward(p, c, huge, grads), "B x T overflows",
                     "wb::gpt_backward");
-    for (const auto& r : wb::parameters(grads)) {
-        for (std::size_t i = 0; i < r.size; ++i) REQUIRE(r.data[i] == 0.0f);  // nothing written
-    }
+    REQUIRE(wbtest::all_zero(grads));      // nothing written
     wb::gpt_backward(p, c, cache, grads);  // the cache as written still works
 }
 

@@ -1,6 +1,7 @@
 // Test-side helpers of chapter 9: a small GPT with weights large enough that attention is far
 // from uniform (so a decode that forgets the history or the position cannot hide in rounding),
-// built field by field by tests/support/random_gpt.hpp, independently of chapter 8's init_gpt.
+// built field by field by tests/support/random_gpt.hpp, independently of chapter 8's init_gpt;
+// sampling options and distributions as vectors for the sampling checks.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "8-training/model.hpp"
+#include "9-kv-cache/sampling.hpp"
 #include "check.hpp"
 #include "random_gpt.hpp"
 
@@ -36,6 +38,23 @@ inline wb::GptParams<float> small_model(const wb::GptConfig& c, unsigned seed) {
 inline wb::Mat<float> row_of(const wb::Mat<float>& m, std::size_t r) {
     wb::Mat<float> out = wb::Mat<float>::from_shape({1, m.shape(1)});
     for (std::size_t j = 0; j < m.shape(1); ++j) out(0, j) = m(r, j);
+    return out;
+}
+
+/// Sampling options of temperature, top-k and top-p.
+inline wb::SamplingOptions opts(float temperature, std::size_t top_k, float top_p) {
+    wb::SamplingOptions o;
+    o.temperature = temperature;
+    o.top_k = top_k;
+    o.top_p = top_p;
+    return o;
+}
+
+/// A distribution (floats or doubles) as a vector of floats, for WB_CHECK_CLOSE.
+template <class T>
+wb::Vec<float> as_vec(const std::vector<T>& p) {
+    wb::Vec<float> out = wb::Vec<float>::from_shape({p.size()});
+    for (std::size_t i = 0; i < p.size(); ++i) out(i) = static_cast<float>(p[i]);
     return out;
 }
 

@@ -25,29 +25,11 @@
 
 namespace {
 
+using wbtest::as_vec;
+using wbtest::opts;
 using wbtest::rope_config;
 using wbtest::small_config;
 using wbtest::small_model;
-
-wb::SamplingOptions opts(float temperature, std::size_t top_k, float top_p) {
-    wb::SamplingOptions o;
-    o.temperature = temperature;
-    o.top_k = top_k;
-    o.top_p = top_p;
-    return o;
-}
-
-wb::Vec<float> as_vec(const std::vector<float>& p) {
-    wb::Vec<float> out = wb::Vec<float>::from_shape({p.size()});
-    for (std::size_t i = 0; i < p.size(); ++i) out(i) = p[i];
-    return out;
-}
-
-wb::Vec<float> as_vec(const std::vector<double>& p) {
-    wb::Vec<float> out = wb::Vec<float>::from_shape({p.size()});
-    for (std::size_t i = 0; i < p.size(); ++i) out(i) = static_cast<float>(p[i]);
-    return out;
-}
 
 // The header's three filters in double: softmax(z / τ), top-k, top-p on the renormalised
 // top-k distribution; ties by the lower id (a sort on (probability, id)). `near_boundary` is

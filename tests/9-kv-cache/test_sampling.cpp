@@ -19,23 +19,12 @@
 
 namespace {
 
+using wbtest::as_vec;
+using wbtest::opts;
+
 constexpr double kTol = 1e-6;
 
 wb::Vec<float> logits_1234() { return wb::Vec<float>{1.0f, 2.0f, 3.0f, 4.0f}; }
-
-wb::Vec<float> as_vec(const std::vector<float>& p) {
-    wb::Vec<float> out = wb::Vec<float>::from_shape({p.size()});
-    for (std::size_t i = 0; i < p.size(); ++i) out(i) = p[i];
-    return out;
-}
-
-wb::SamplingOptions opts(float temperature, std::size_t top_k, float top_p) {
-    wb::SamplingOptions o;
-    o.temperature = temperature;
-    o.top_k = top_k;
-    o.top_p = top_p;
-    return o;
-}
 
 std::string ids_str(const std::vector<std::int64_t>& ids) { return wb::shape_str(ids); }
 

@@ -11,30 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "8-training/checkpoint.hpp"
-#include "fuzz_support.hpp"
+#include "checkpoint_round_trip.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const wbfuzz::ScratchDir dir("checkpoint");
     const std::string input = dir.file("input.bin");
     wbfuzz::write_file(input, data, size);
 
-    wb::Checkpoint ck;
-    try {
-        ck = wb::load_checkpoint(input);
-    } catch (const wb::FileError& e) {
-        const std::string message = e.what();
-        wbfuzz::require(
-            wbfuzz::names(message, "wb::load_checkpoint") && wbfuzz::names(message, input),
-            "a FileError names wb::load_checkpoint and the file, got: " + message);
-        return 0;
-    }
-
-    const std::string again = dir.file("saved_again.bin");
-    wb::save_checkpoint(again, ck.config, ck.params, ck.optimizer ? &*ck.optimizer : nullptr,
-                        ck.step);
-    const std::vector<std::uint8_t> original(data, data + size);
-    wbfuzz::require(wbfuzz::read_file(again) == original,
-                    "a checkpoint that loads is saved back to the same bytes");
+    (void)wbfuzz::check_checkpoint_round_trip(dir, input,
+                                              std::vector<std::uint8_t>(data, data + size));
     return 0;
 }

@@ -34,7 +34,6 @@ namespace {
 using wb::GptConfig;
 using wb::GptParams;
 using wb::minigpt::Engine;
-using wb::minigpt::TrainOptions;
 using wb::minigpt::TrainResult;
 
 // A token stream with structure to learn (each id mostly follows from the two before), so the
@@ -53,7 +52,7 @@ std::vector<std::int64_t> token_stream(std::size_t n, std::size_t V, unsigned se
 
 TrainResult run(Engine engine, const GptConfig& c, const std::vector<std::int64_t>& train,
                 const std::vector<std::int64_t>& held_out, GptParams<float>& params) {
-    TrainOptions o;
+    wb::minigpt::TrainOptions o;
     o.steps = 5;
     o.batch = 3;
     o.context = c.T_max;

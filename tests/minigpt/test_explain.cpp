@@ -20,11 +20,10 @@ namespace {
 using wb::ValueError;
 using wb::minigpt::Explanation;
 using wb::minigpt::Model;
-using wb::minigpt::Tokenizer;
 
 Model tiny_model() {
     Model m;
-    m.tokenizer = Tokenizer::from_text("abcd\n");
+    m.tokenizer = wb::minigpt::Tokenizer::from_text("abcd\n");
     m.config = {m.tokenizer.size(), 6, 8, 2, 2};  // V = 5, T_max = 6, D = 8, H = 2, L = 2
     m.params = wb::init_gpt<float>(m.config, 7);
     // Larger query and key weights than the initialisation's, so the weights are far from uniform.

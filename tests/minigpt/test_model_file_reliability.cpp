@@ -1,4 +1,5 @@
 #include "check.hpp"
+#include "child_process.hpp"
 #include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
 #include "temp_files.hpp"
@@ -28,14 +29,12 @@
 namespace {
 
 using wbtest::model_of;
-using wbtest::read_all;
 using wbtest::same_model;
 using wbtest::TempDir;
 using wbtest::write_all;
 
 using wb::FileError;
 using wb::minigpt::Model;
-using wb::minigpt::Tokenizer;
 
 namespace fs = std::filesystem;
 
@@ -64,31 +63,7 @@ TEST_CASE("a save killed with kill -9 at any moment leaves a whole, correct mode
     const int kills = 40;
     int saw_a = 0, saw_b = 0, mid_save = 0;
     for (int k = 0; k < kills; ++k) {
-        int ready[2];
-        REQUIRE(::pipe(ready) == 0);
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
-            // The child saves b and a in turn as fast as it can, forever; one byte per save.
-            ::close(ready[0]);
-            for (unsigned i = 0;; ++i) {
-                try {
-                    wb::minigpt::save_model(path, i % 2 == 0 ? b : a);
-                } catch (...) {
-                    ::_exit(3);
-                }
-                const char one = 1;
-                if (::write(ready[1], &one, 1) != 1) ::_exit(4);
-            }
-        }
-        ::close(ready[1]);
-        char byte = 0;
-        REQUIRE(::read(ready[0], &byte, 1) == 1);  // the child has finished one save at least
-        ::usleep(static_cast<useconds_t>(pause_us(rng)));
-        ::kill(child, SIGKILL);
-        int status = 0;
-        REQUIRE(::waitpid(child, &status, 0) == child);
-        ::close(ready[0]);
+        const int status = wbtest::status_of_saver_signalled(path, a, b, SIGKILL, pause_us(rng));
         INFO("kill " << k << ": the child must die of the kill, not exit on its own");
         REQUIRE(WIFSIGNALED(status));
         if (files_in(dir.path) > 1) ++mid_save;  // a temporary file: the kill cut a save
@@ -119,35 +94,17 @@ TEST_CASE("a save that runs out of space leaves the previous model and says so",
     const Model a = model_of("abcd\n", 16, 32, 2, 3);
     const Model b = model_of("wxyz", 64, 64, 2, 4);  // far larger than the limit below
     wb::minigpt::save_model(path, a);
-    int report[2];
-    REQUIRE(::pipe(report) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(report[0]);
-        ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
-        struct rlimit limit {};
-        limit.rlim_cur = limit.rlim_max = 64 * 1024;
-        ::setrlimit(RLIMIT_FSIZE, &limit);
-        std::string message = "no error";
+    const std::string message = wbtest::text_from_child([&] {
+        wbtest::limit_file_size(64 * 1024);
         try {
             wb::minigpt::save_model(path, b);
         } catch (const FileError& e) {
-            message = e.what();
+            return std::string(e.what());
         } catch (const std::exception& e) {
-            message = std::string("not a FileError: ") + e.what();
+            return std::string("not a FileError: ") + e.what();
         }
-        if (::write(report[1], message.data(), message.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(report[1]);
-    std::string message;
-    char buf[512];
-    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;)
-        message.append(buf, std::size_t(n));
-    ::close(report[0]);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
+        return std::string("no error");
+    });
     INFO(message);
     CHECK(message.find("wb::minigpt::save_model") != std::string::npos);
     CHECK(message.find("is unchanged") != std::string::npos);
@@ -220,7 +177,7 @@ TEST_CASE("load_model refuses special, damaged and inconsistent files before rea
     const std::string path = (dir.path / "m.ckpt").string();
     const Model a = model_of("abcd\n", 4, 8, 1, 3);
     wb::minigpt::save_model(path, a);
-    const std::string good = read_all(path);
+    const std::string good = wbtest::read_all(path);
     const std::string bad = (dir.path / "bad.ckpt").string();
 
     WB_CHECK_THROWS(FileError, wb::minigpt::load_model("/dev/zero"),

@@ -1,4 +1,5 @@
 #include "check.hpp"
+#include "child_process.hpp"
 #include "minigpt/data.hpp"
 #include "minigpt/explain.hpp"
 #include "minigpt/fast/gpt_decode.hpp"
@@ -27,24 +28,10 @@
 // refused with a misleading message: each is refused, naming the function, the value and what
 // was expected, before anything is computed or written.
 
-// AddressSanitizer maps terabytes of shadow memory: an address-space limit stops it.
-#if defined(__SANITIZE_ADDRESS__)
-#define WB_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WB_UNDER_ASAN 1
-#endif
-#endif
-#ifndef WB_UNDER_ASAN
-#define WB_UNDER_ASAN 0
-#endif
-
 namespace {
 
 using wbtest::TempDir;
 
-using wb::FileError;
-using wb::ShapeError;
 using wb::ValueError;
 using wb::minigpt::Model;
 using wb::minigpt::Tokenizer;
@@ -180,7 +167,7 @@ TEST_CASE("a BPE vocabulary of the wrong size is counted in BPE tokens, not char
     const std::string vocab = (dir.path / "m.ckpt.vocab").string();
     wb::save_checkpoint(ckpt, m.config, m.params, nullptr, 0);
     std::ofstream(vocab, std::ios::binary) << "wb-minigpt-bpe 1\nwb-bpe 1 0\n";
-    WB_CHECK_THROWS(FileError, wb::minigpt::load_two_file_model(ckpt, vocab),
+    WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_two_file_model(ckpt, vocab),
                     "256 BPE tokens for a model of V = 5", "256 BPE tokens", "V = 5");
 }
 
@@ -211,36 +198,8 @@ TEST_CASE(
           (std::uint64_t(6) << 30));
 #if !WB_UNDER_ASAN  // AddressSanitizer reserves terabytes of address space
     // Under an address-space limit (ulimit -v) of 1 GiB more than the process maps.
-    int report[2];
-    REQUIRE(::pipe(report) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(report[0]);
-        std::string message = "no error";
-        std::ifstream statm("/proc/self/statm");
-        std::uint64_t pages = 0;
-        statm >> pages;
-        struct rlimit limit {};
-        limit.rlim_cur = limit.rlim_max =
-            pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) + (std::uint64_t(1) << 30);
-        ::setrlimit(RLIMIT_AS, &limit);
-        try {
-            (void)wb::minigpt::load_corpus(path, 10);
-        } catch (const std::exception& e) {
-            message = e.what();
-        }
-        if (::write(report[1], message.data(), message.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(report[1]);
-    std::string message;
-    char buf[512];
-    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;)
-        message.append(buf, std::size_t(n));
-    ::close(report[0]);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
+    const std::string message = wbtest::error_under_address_limit(
+        std::uint64_t(1) << 30, [&] { (void)wb::minigpt::load_corpus(path, 10); });
     INFO(message);
     CHECK(message.find("wb::minigpt::load_corpus") != std::string::npos);
     CHECK(message.find("tokenizing it needs about") != std::string::npos);

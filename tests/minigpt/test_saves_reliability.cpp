@@ -1,4 +1,5 @@
 #include "check.hpp"
+#include "child_process.hpp"
 #include "minigpt/file_io.hpp"
 #include "minigpt/model_file.hpp"
 #include "minigpt/train.hpp"
@@ -31,18 +32,6 @@
 // - a load is refused before any allocation when the model needs more memory than the
 //   process may allocate, and the message states both figures.
 
-// AddressSanitizer maps terabytes of shadow memory: an address-space limit stops it.
-#if defined(__SANITIZE_ADDRESS__)
-#define WB_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WB_UNDER_ASAN 1
-#endif
-#endif
-#ifndef WB_UNDER_ASAN
-#define WB_UNDER_ASAN 0
-#endif
-
 namespace {
 
 using wbtest::model_of;
@@ -51,7 +40,6 @@ using wbtest::TempDir;
 
 using wb::FileError;
 using wb::minigpt::Model;
-using wb::minigpt::Tokenizer;
 
 namespace fs = std::filesystem;
 
@@ -90,35 +78,8 @@ TEST_CASE("a save ended by SIGTERM or SIGINT removes its temporary files", "[min
     const int signals = 8;
     for (int k = 0; k < signals; ++k) {
         const int signal_number = k % 2 == 0 ? SIGTERM : SIGINT;
-        int ready[2];
-        REQUIRE(::pipe(ready) == 0);
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
-            // The child saves b and a in turn, forever; one byte after each save. It has the
-            // dispositions of a program that installs no handler (the checks' framework
-            // installs its own, which the child would otherwise inherit).
-            ::close(ready[0]);
-            ::signal(SIGTERM, SIG_DFL);
-            ::signal(SIGINT, SIG_DFL);
-            for (unsigned i = 0;; ++i) {
-                try {
-                    wb::minigpt::save_model(path, i % 2 == 0 ? b : a);
-                } catch (...) {
-                    ::_exit(3);
-                }
-                const char one = 1;
-                if (::write(ready[1], &one, 1) != 1) ::_exit(4);
-            }
-        }
-        ::close(ready[1]);
-        char byte = 0;
-        REQUIRE(::read(ready[0], &byte, 1) == 1);  // one save done: the next one is running
-        ::usleep(static_cast<useconds_t>(pause_us(rng)));
-        ::kill(child, signal_number);
-        int status = 0;
-        REQUIRE(::waitpid(child, &status, 0) == child);
-        ::close(ready[0]);
+        const int status =
+            wbtest::status_of_saver_signalled(path, a, b, signal_number, pause_us(rng));
         INFO("signal " << k << " (" << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
                        << "): the process ends by the signal, as it would without a save");
         REQUIRE(WIFSIGNALED(status));
@@ -179,10 +140,7 @@ TEST_CASE("a failed save removes its temporary files", "[minigpt]") {
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-        ::signal(SIGXFSZ, SIG_IGN);
-        struct rlimit limit {};
-        limit.rlim_cur = limit.rlim_max = 64 * 1024;
-        ::setrlimit(RLIMIT_FSIZE, &limit);
+        wbtest::limit_file_size(64 * 1024);
         try {
             wb::minigpt::save_model(path, big);
         } catch (const FileError&) {
@@ -262,36 +220,8 @@ TEST_CASE(
 
 #if !WB_UNDER_ASAN  // AddressSanitizer reserves terabytes of address space
     // The same file under an address-space limit (ulimit -v), found by memory_limit().
-    int report[2];
-    REQUIRE(::pipe(report) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(report[0]);
-        std::string message = "no error";
-        std::ifstream statm("/proc/self/statm");
-        std::uint64_t pages = 0;
-        statm >> pages;
-        struct rlimit limit {};
-        limit.rlim_cur = limit.rlim_max =
-            pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) + (std::uint64_t(1) << 30);
-        ::setrlimit(RLIMIT_AS, &limit);
-        try {
-            (void)wb::minigpt::load_model(path);
-        } catch (const std::exception& e) {
-            message = e.what();
-        }
-        if (::write(report[1], message.data(), message.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(report[1]);
-    std::string message;
-    char buf[512];
-    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;)
-        message.append(buf, std::size_t(n));
-    ::close(report[0]);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
+    const std::string message = wbtest::error_under_address_limit(
+        std::uint64_t(1) << 30, [&] { (void)wb::minigpt::load_model(path); });
     INFO(message);
     CHECK(message.find("wb::minigpt::load_model") != std::string::npos);
     CHECK(message.find("ulimit -v") != std::string::npos);

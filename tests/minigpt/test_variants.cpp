@@ -43,7 +43,6 @@
 namespace {
 
 using wbtest::read_all;
-using wbtest::TempDir;
 using wbtest::write_all;
 
 using wb::GptConfig;
@@ -261,7 +260,7 @@ TEST_CASE(
     "A model file keeps the ablation switches, the default model stays format version 1, and "
     "an unknown switch value is refused",
     "[minigpt]") {
-    TempDir dir;
+    wbtest::TempDir dir;
     const std::string plain = (dir.path / "plain.model").string();
     const std::string path = (dir.path / "post.model").string();
     wb::minigpt::save_model(plain, tiny_model(Variant{}));

@@ -79,25 +79,27 @@ void gpt_load();
 """
 
 
+def put(root, relative, text):
+    """Writes `text` to the file `relative` (a path with / in it) below `root`, making its
+    folders."""
+    path = Path(root, *relative.split("/"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def make_tree(root):
     root = Path(root)
-    (root / "chapters" / "4-sdpa").mkdir(parents=True)
-    (root / "chapters" / "4-sdpa" / "sdpa.hpp").write_text(HEADER)
-    (root / "chapters" / "capstone" / "minigpt").mkdir(parents=True)
-    (root / "chapters" / "capstone" / "kernel.hpp").write_text(
+    put(root, "chapters/4-sdpa/sdpa.hpp", HEADER)
+    put(root, "chapters/capstone/kernel.hpp",
         "/// Runs. <!-- clause: kernel.runs -->\nvoid kernel();\n"
         "/// Same id as chapter 4's. <!-- clause: attention_scores.assigned -->\n"
         "void attention_scores();\n")
-    (root / "chapters" / "capstone" / "minigpt" / "gpt.hpp").write_text(MINIGPT)
-    (root / "chapters" / "common" / "workbook").mkdir(parents=True)
-    (root / "chapters" / "common" / "workbook" / "core.hpp").write_text(MINIGPT)
-    (root / "tests" / "4-sdpa").mkdir(parents=True)
-    (root / "tests" / "4-sdpa" / "test_sdpa.cpp").write_text(TESTS)
-    (root / "tests" / "minigpt").mkdir(parents=True)
-    (root / "tests" / "minigpt" / "test_gpt.cpp").write_text(
+    put(root, "chapters/capstone/minigpt/gpt.hpp", MINIGPT)
+    put(root, "chapters/common/workbook/core.hpp", MINIGPT)
+    put(root, "tests/4-sdpa/test_sdpa.cpp", TESTS)
+    put(root, "tests/minigpt/test_gpt.cpp",
         'TEST_CASE("loads", "[c:gpt_load.always][c:nothing.here]") {}\n')
-    (root / "extra" / "capstone").mkdir(parents=True)
-    (root / "extra" / "capstone" / "test_more.cpp").write_text(
+    put(root, "extra/capstone/test_more.cpp",
         'TEST_CASE("the kernel runs", "[kernel][c:kernel.runs]") {}\n')
     return root
 
@@ -235,12 +237,9 @@ class Contract(unittest.TestCase):
     def test_a_kept_contract_passes_check(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            (root / "chapters" / "1-a").mkdir(parents=True)
-            (root / "chapters" / "1-a" / "a.hpp").write_text(
+            put(root, "chapters/1-a/a.hpp",
                 "/// @throws ValueError if x < 0 <!-- clause: f.negative -->\nint f(int x);\n")
-            (root / "tests" / "1-a").mkdir(parents=True)
-            (root / "tests" / "1-a" / "t.cpp").write_text(
-                'TEST_CASE("f refuses -1", "[f][c:f.negative]") {}\n')
+            put(root, "tests/1-a/t.cpp", 'TEST_CASE("f refuses -1", "[f][c:f.negative]") {}\n')
             parsed = types.SimpleNamespace(chapters=None, check=True, json=False,
                                            extra_tests=None, root=root)
             out = io.StringIO()
