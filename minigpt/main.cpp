@@ -469,6 +469,15 @@ const char* tokenizer_label(TokenizerKind kind) {
     return kind == TokenizerKind::gpt2 ? "gpt2" : kind == TokenizerKind::bpe ? "bpe" : "char";
 }
 
+// GPT-2 ties lm_head to wte; the file holds the table twice: say how many are distinct.
+std::string tied_note(const wb::GptParams<float>& p) {
+    if (p.lm_head.shape() != p.wte.shape() ||
+        !std::equal(p.wte.begin(), p.wte.end(), p.lm_head.begin())) {
+        return "";
+    }
+    return " (" + with_commas(parameter_count(p) - p.wte.size()) + " with lm_head tied to wte)";
+}
+
 // The engine a loaded model generates on, and --tokenizer, if given, checked against its
 // vocabulary. GPT-2's tanh GELU runs on the chapters (the fast decoder computes the exact
 // form), so such a model takes --engine chapters unless told otherwise, and is refused with
@@ -520,7 +529,8 @@ int run(const Cli& c, const Parallel& p) {
                   << positions_label(model.config, model.variant) << other_changes(model.variant)
                   << (model.config.gelu == wb::Gelu::tanh ? ", GELU tanh" : "") << ", "
                   << tokenizer_label(model.tokenizer.kind()) << " vocabulary"
-                  << ", " << with_commas(parameter_count(model.params)) << " parameters, trained "
+                  << ", " << with_commas(parameter_count(model.params)) << " parameters"
+                  << tied_note(model.params) << ", trained "
                   << model.step << " steps\n";
         print_sample(model, c, engine);
         return 0;

@@ -138,6 +138,9 @@ case_ 'refuses --engine fast for the tanh GELU of GPT-2' \
 case_ 'refuses --tokenizer char for a GPT-2 model' \
   '--tokenizer char: g3.model holds a gpt2 vocabulary; expected --tokenizer gpt2.*rc=1' \
   'python3 "$root/tests/minigpt/tiny_gpt2.py" g3.model && "$m" --load g3.model --tokenizer char'
+case_ 'convert-gpt2 refuses a vocabulary that does not belong to the weights' \
+  'encoder.json has 50257 tokens, the weights.*V = 13.*rc=1.*no model' \
+  'python3 "$root/tests/minigpt/tiny_gpt2.py" g4.model >/dev/null; python3 "$root/tools/convert-gpt2" --safetensors g4.model.safetensors --heads 2 --out g5.model; echo rc=$?; test -e g5.model || echo no model'
 case_ 'refuses --tokenizer gpt2 without --load' \
   '--tokenizer gpt2 runs a GPT-2 converted by tools/convert-gpt2: add --load.*rc=2' \
   '"$m" --tokenizer gpt2'
