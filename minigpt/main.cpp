@@ -530,8 +530,7 @@ int run(const Cli& c, const Parallel& p) {
                   << (model.config.gelu == wb::Gelu::tanh ? ", GELU tanh" : "") << ", "
                   << tokenizer_label(model.tokenizer.kind()) << " vocabulary"
                   << ", " << with_commas(parameter_count(model.params)) << " parameters"
-                  << tied_note(model.params) << ", trained "
-                  << model.step << " steps\n";
+                  << tied_note(model.params) << ", trained " << model.step << " steps\n";
         print_sample(model, c, engine);
         return 0;
     }

@@ -80,7 +80,8 @@ TEST_CASE("Tokenizer::deserialize refuses a damaged GPT-2 vocabulary", "[minigpt
     const auto refuse = [&](const std::string& data, const char* hint, const char* fact) {
         WB_CHECK_THROWS(wb::ValueError, Tokenizer::deserialize(data), hint, fn, fact);
     };
-    refuse("wb-minigpt-gpt2 1 2\nH\ne\n", "a header without the merges' count", "<tokens> <merges>");
+    refuse("wb-minigpt-gpt2 1 2\nH\ne\n", "a header without the merges' count",
+           "<tokens> <merges>");
     refuse("wb-minigpt-gpt2 1 02 0\nH\ne\n", "a count with a leading zero", "02");
     refuse("wb-minigpt-gpt2 1 9999999 0\n", "a count over the limit", "9999999");
     refuse("wb-minigpt-gpt2 1 0 0\n", "no tokens", "no tokens");
@@ -123,16 +124,16 @@ TEST_CASE("load_model refuses an unknown GELU byte of version 3 behind a valid c
     rehash(bytes);
     write_bytes(path, bytes);
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(path),
-                    "the GELU byte is 0 (exact) or 1 (tanh)", "wb::minigpt::load_model",
-                    "gelu = 7", "byte 32");
+                    "the GELU byte is 0 (exact) or 1 (tanh)", "wb::minigpt::load_model", "gelu = 7",
+                    "byte 32");
 }
 
 TEST_CASE("the tiny GPT-2 writes GPT-2's greedy text on chapter 9's cache", "[minigpt][gpt2]") {
     // "Hello worldr Her He": the prompt and 6 greedy tokens of GPT-2's forward in PyTorch
     // (tools/goldens/gpt2_model.py, stated in the golden's header).
     const Model m = tiny_gpt2_model();
-    const std::string text =
-        wb::minigpt::generate_text(m, "Hello world", 6, wb::SamplingOptions{1.0f, 0, 1.0f}, 1, true);
+    const std::string text = wb::minigpt::generate_text(
+        m, "Hello world", 6, wb::SamplingOptions{1.0f, 0, 1.0f}, 1, true);
     INFO("hint: GPT-2's FFN is the tanh GELU (config.gelu), its lm_head is wte");
     CHECK(text == "Hello worldr Her He");
 }
