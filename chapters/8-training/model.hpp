@@ -46,7 +46,7 @@ inline const char* positions_name(Positions p) { return p == Positions::rope ? "
 /// Which GELU the FFN of every block applies (chapter 7 wrote both).
 enum class Gelu {
     exact,  ///< `nn.GELU()`: chapter 7's gelu, `x Φ(x)`; the course's models train with it
-    tanh,   ///< `nn.GELU(approximate='tanh')`: chapter 7's gelu_tanh, GPT-2's "gelu_new"
+    tanh,   ///< chapter 7's gelu_tanh, the tanh approximation: GPT-2's "gelu_new"
 };
 
 /// The name of a GELU kind: "exact" or "tanh".
