@@ -424,13 +424,6 @@ bool statm_bytes(int field, std::uint64_t& bytes) {
     return true;
 }
 
-std::string bytes_text(std::uint64_t n) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(n),
-                  static_cast<double>(n) / double(1ull << 30));
-    return buf;
-}
-
 void consider(MemoryLimit& best, std::uint64_t bytes, std::string source) {
     if (bytes < best.bytes) best = MemoryLimit{bytes, std::move(source)};
 }
@@ -510,6 +503,13 @@ MemoryLimit memory_limit() {
     cgroup_limit(best);
     meminfo_limit(best);
     return best;
+}
+
+std::string bytes_text(std::uint64_t n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(n),
+                  static_cast<double>(n) / double(1ull << 30));
+    return buf;
 }
 
 }  // namespace wb::minigpt

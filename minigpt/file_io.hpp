@@ -79,6 +79,11 @@ struct MemoryLimit {
 /// @return the limit and its source
 MemoryLimit memory_limit();
 
+/// A size for messages: `1073741824 bytes (1.00 GiB)`.
+/// @param n bytes
+/// @return the text
+std::string bytes_text(std::uint64_t n);
+
 /// A temporary file beside `path`, for a save: created exclusively as `path.tmp-<pid>-<n>`
 /// (so concurrent saves never share one), removed by the destructor unless commit() renamed
 /// it onto `path`, and removed by a SIGTERM, SIGINT or SIGHUP that ends the process meanwhile.

@@ -114,13 +114,6 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
-std::string bytes_text(std::uint64_t n) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(n),
-                  static_cast<double>(n) / double(1ull << 30));
-    return buf;
-}
-
 // Refuses a load that needs more memory than the limit, before anything is allocated.
 void require_memory(const std::string& fn, const std::string& path, const std::string& parts,
                     std::uint64_t need, const MemoryLimit& limit) {
