@@ -13,8 +13,9 @@
 /// with the GCC vector types below (`F32x8`, `F32x16`: +, −, ·, / and ?: lane by lane), in a
 /// body compiled for each level by `WB_SIMD_DISPATCH`, or, where each level needs its own shape
 /// (the matrix product's micro-kernels), in a template instantiated under `WB_TARGET_AVX2` and
-/// `WB_TARGET_AVX512`. No intrinsics: they tie a loop to one level and leave none for the
-/// others.
+/// `WB_TARGET_AVX512`. No intrinsics, which tie a loop to one level and leave none for the
+/// others, but in one place: the AVX-512 packing of the matrix product (minigpt/fast/gemm.cpp),
+/// whose masked loads and stores have no spelling in vector types (it says why there).
 #pragma once
 
 #include <algorithm>
