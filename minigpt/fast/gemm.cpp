@@ -30,7 +30,7 @@
 #include "workbook/core.hpp"
 #include "workbook/simd.hpp"
 #ifdef WB_SIMD_X86
-#include <immintrin.h>
+#include <immintrin.h>  // the AVX-512 packing's masked loads and stores, alone (see there)
 #endif
 
 namespace wb::minigpt {
@@ -174,56 +174,94 @@ void blocked(const Arch& arch, bool trans_a, bool trans_b, std::size_t M, std::s
 
 #ifdef WB_SIMD_X86
 
+// ---- The micro-kernel of both levels ----------------------------------------------------------
+//
+// V is the level's vector of floats (workbook/simd.hpp: F32x16 with AVX-512, F32x8 with AVX2),
+// the tile R rows (R <= MR) by NR = 2 vectors of columns: 2R accumulators, 2 vectors for the
+// row of B, the broadcasts of A straight from memory into the multiply-adds. Per k: 2 loads
+// of B and R broadcasts for 2R fused multiply-adds (acc += a · b, one rounding). A tile
+// narrower than NR (the last columns of C) is written through a buffer, its valid columns
+// only.
+template <class V, std::size_t MR, int R>
+WB_SIMD_BODY void kernel_body(std::size_t kc, const float* a, const float* b, float* c,
+                              std::size_t ldc, std::size_t cols, int store, float beta) {
+    constexpr std::size_t W = kLanesOf<V>, NR = 2 * W;
+    V c0[R], c1[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        c0[r] = V{};
+        c1[r] = V{};
+    }
+    for (std::size_t k = 0; k < kc; ++k) {
+        V b0, b1;
+        load_lanes(b0, b);
+        load_lanes(b1, b + W);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            c0[r] += a[r] * b0;
+            c1[r] += a[r] * b1;
+        }
+        a += MR;
+        b += NR;
+    }
+    if (cols == NR) {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            float* cr = c + static_cast<std::size_t>(r) * ldc;
+            V v0 = c0[r], v1 = c1[r];
+            if (store != kAssign) {
+                V old0, old1;
+                load_lanes(old0, cr);
+                load_lanes(old1, cr + W);
+                if (store == kAdd) {
+                    v0 = old0 + v0;
+                    v1 = old1 + v1;
+                } else {
+                    v0 = beta * old0 + v0;
+                    v1 = beta * old1 + v1;
+                }
+            }
+            store_lanes(cr, v0);
+            store_lanes(cr + W, v1);
+        }
+        return;
+    }
+    alignas(64) float tile[R * NR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        store_lanes(tile + r * NR, c0[r]);
+        store_lanes(tile + r * NR + W, c1[r]);
+    }
+    for (int r = 0; r < R; ++r) {
+        float* cr = c + static_cast<std::size_t>(r) * ldc;
+        const float* t = tile + r * NR;
+        for (std::size_t j = 0; j < cols; ++j) {
+            if (store == kAssign) cr[j] = t[j];
+            if (store == kAdd) cr[j] = cr[j] + t[j];
+            if (store == kScale) cr[j] = beta * cr[j] + t[j];
+        }
+    }
+}
+
 // ---- AVX-512: 14 × 32 --------------------------------------------------------------------------
 //
-// 14 rows × 2 zmm = 28 accumulators, 2 for the row of B, the broadcasts of A come straight
-// from memory into the FMAs ({1to16}): 30 of the 32 zmm. Per k: 2 loads of B and 14
-// broadcasts for 28 FMAs, within the two load ports while the two FMA ports stay busy.
+// 14 rows × 2 zmm = 28 accumulators, 2 for the row of B: 30 of the 32 zmm. Per k: 2 loads of
+// B and 14 broadcasts for 28 FMAs, within the two load ports while the two FMA ports stay
+// busy.
 
 constexpr std::size_t kMr512 = 14, kNr512 = 32;
 
 template <int R>
 WB_TARGET_AVX512 void kernel_avx512(std::size_t kc, const float* a, const float* b, float* c,
                                     std::size_t ldc, std::size_t cols, int store, float beta) {
-    __m512 c0[R], c1[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-        c0[r] = _mm512_setzero_ps();
-        c1[r] = _mm512_setzero_ps();
-    }
-    for (std::size_t k = 0; k < kc; ++k) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            const __m512 ar = _mm512_set1_ps(a[r]);
-            c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
-            c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
-        }
-        a += kMr512;
-        b += kNr512;
-    }
-    // Columns past `cols` are masked off: neither read nor written.
-    const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1u);
-    const __mmask16 m1 = cols >= 32  ? __mmask16(0xFFFF)
-                         : cols > 16 ? __mmask16((1u << (cols - 16)) - 1u)
-                                     : __mmask16(0);
-    const __m512 vbeta = _mm512_set1_ps(beta);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-        float* cr = c + static_cast<std::size_t>(r) * ldc;
-        __m512 v0 = c0[r], v1 = c1[r];
-        if (store == kAdd) {
-            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), v0);
-            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), v1);
-        } else if (store == kScale) {
-            v0 = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(m0, cr), v0);
-            v1 = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
-        }
-        _mm512_mask_storeu_ps(cr, m0, v0);
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
+    kernel_body<F32x16, kMr512, R>(kc, a, b, c, ldc, cols, store, beta);
 }
 
+// The AVX-512 packing is the one place of the program written with intrinsics, not with
+// workbook/simd.hpp's vector types: its masked loads and stores read a row's valid floats and
+// write a panel's, never past either, in one instruction each. Written with vector types
+// (whole loads where they stay inside the matrix, partial ones through a buffer) it did the
+// same work 3 to 4% slower on the weight gradients' products (bench/gemm_speed, dW rows).
 WB_TARGET_AVX512 __mmask16 low_lanes(std::size_t n) {
     return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 }
@@ -352,57 +390,7 @@ constexpr std::size_t kMr256 = 6, kNr256 = 16;
 template <int R>
 WB_TARGET_AVX2 void kernel_avx2(std::size_t kc, const float* a, const float* b, float* c,
                                 std::size_t ldc, std::size_t cols, int store, float beta) {
-    __m256 c0[R], c1[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        c0[r] = _mm256_setzero_ps();
-        c1[r] = _mm256_setzero_ps();
-    }
-    for (std::size_t k = 0; k < kc; ++k) {
-        const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const __m256 ar = _mm256_broadcast_ss(a + r);
-            c0[r] = _mm256_fmadd_ps(ar, b0, c0[r]);
-            c1[r] = _mm256_fmadd_ps(ar, b1, c1[r]);
-        }
-        a += kMr256;
-        b += kNr256;
-    }
-    if (cols == kNr256) {
-        const __m256 vbeta = _mm256_set1_ps(beta);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            float* cr = c + static_cast<std::size_t>(r) * ldc;
-            __m256 v0 = c0[r], v1 = c1[r];
-            if (store == kAdd) {
-                v0 = _mm256_add_ps(_mm256_loadu_ps(cr), v0);
-                v1 = _mm256_add_ps(_mm256_loadu_ps(cr + 8), v1);
-            } else if (store == kScale) {
-                v0 = _mm256_fmadd_ps(vbeta, _mm256_loadu_ps(cr), v0);
-                v1 = _mm256_fmadd_ps(vbeta, _mm256_loadu_ps(cr + 8), v1);
-            }
-            _mm256_storeu_ps(cr, v0);
-            _mm256_storeu_ps(cr + 8, v1);
-        }
-        return;
-    }
-    // An edge tile: through a buffer, the valid columns only.
-    alignas(32) float tile[R * kNr256];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        _mm256_store_ps(tile + r * kNr256, c0[r]);
-        _mm256_store_ps(tile + r * kNr256 + 8, c1[r]);
-    }
-    for (int r = 0; r < R; ++r) {
-        float* cr = c + static_cast<std::size_t>(r) * ldc;
-        const float* t = tile + r * kNr256;
-        for (std::size_t j = 0; j < cols; ++j) {
-            if (store == kAssign) cr[j] = t[j];
-            if (store == kAdd) cr[j] = cr[j] + t[j];
-            if (store == kScale) cr[j] = beta * cr[j] + t[j];
-        }
-    }
+    kernel_body<F32x8, kMr256, R>(kc, a, b, c, ldc, cols, store, beta);
 }
 
 constexpr Kernel kKernelsAvx2[kMr256 + 1] = {nullptr,        kernel_avx2<1>, kernel_avx2<2>,

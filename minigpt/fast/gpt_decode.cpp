@@ -42,15 +42,15 @@
 #include "workbook/fast_math.hpp"
 #include "workbook/simd.hpp"
 
-// -fno-trapping-math for this file's functions: lets g++ turn the clamps of exp and erf into
-// SIMD selects (nothing here reads the floating-point exception flags).
+// -fno-trapping-math for this file's functions: lets g++ vectorise the plain loops that compare
+// floats (the scores' running max) with SIMD selects (nothing here reads the floating-point
+// exception flags).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 
 // The hot loops are compiled for AVX-512, AVX2 + FMA and the default target, and the widest
 // the processor has (capped by WB_SIMD) runs: WB_SIMD_DISPATCH (workbook/simd.hpp).
-#define WB_DECODE_INLINE inline __attribute__((always_inline))
 
 namespace wb::minigpt {
 
@@ -58,7 +58,7 @@ namespace {
 
 const char* const kName = "wb::minigpt::GptDecoder";
 constexpr std::size_t kLanes = 16;  // outputs per panel (one AVX-512 register of floats)
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+using Lanes = F32x16;               // workbook/simd.hpp's 16 float lanes
 
 // A float buffer aligned to 64 bytes, zero-filled.
 struct Buffer {
@@ -226,8 +226,15 @@ WB_SIMD_BODY void layer_norm_body(const float* x, const float* g, const float* b
     for (std::size_t j = 0; j < D; ++j) var += (x[j] - mean) * (x[j] - mean);
     var /= static_cast<float>(D);
     const float rstd = 1.0f / std::sqrt(var + eps);
-#pragma omp simd
-    for (std::size_t j = 0; j < D; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
+    std::size_t j = 0;
+    for (; j + kLanes <= D; j += kLanes) {
+        Lanes xj, gj, bj;
+        load_lanes(xj, x + j);
+        load_lanes(gj, g + j);
+        load_lanes(bj, b + j);
+        store_lanes(y + j, (xj - mean) * rstd * gj + bj);
+    }
+    for (; j < D; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
 }
 WB_SIMD_DISPATCH(void, layer_norm,
                  (const float* x, const float* g, const float* b, std::size_t D, float eps,
@@ -263,11 +270,18 @@ WB_SIMD_BODY void attend_body(const float* q, const float* kt, const float* v, s
     }
     float m = s[0];
     for (std::size_t j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
-#pragma omp simd
-    for (std::size_t j = 0; j < n; ++j) s[j] = fast_exp_nonpositive(s[j] - m);  // s - max <= 0
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {  // s - max <= 0
+        Lanes e;
+        load_lanes(e, s + j);
+        e -= m;
+        fast_exp_nonpositive_lanes<Lanes, U32x16>(e);
+        store_lanes(s + j, e);
+    }
+    for (; j < n; ++j) s[j] = fast_exp_nonpositive(s[j] - m);
     // The sum in 16 lanes, then the lanes in order, then the tail: an order set by n alone.
     Lanes total = {};
-    std::size_t j = 0;
+    j = 0;
     for (; j + kLanes <= n; j += kLanes) total += *reinterpret_cast<const Lanes*>(s + j);
     float sum = 0.0f;
     for (std::size_t l = 0; l < kLanes; ++l) sum += total[l];
@@ -277,8 +291,14 @@ WB_SIMD_BODY void attend_body(const float* q, const float* kt, const float* v, s
     for (std::size_t i = 0; i < n; ++i) {
         const float a = s[i] * inv;
         const float* vi = v + i * d;
-#pragma omp simd
-        for (std::size_t e = 0; e < d; ++e) out[e] += a * vi[e];
+        std::size_t e = 0;
+        for (; e + kLanes <= d; e += kLanes) {
+            Lanes oe, ve;
+            load_lanes(oe, out + e);
+            load_lanes(ve, vi + e);
+            store_lanes(out + e, oe + a * ve);
+        }
+        for (; e < d; ++e) out[e] += a * vi[e];
     }
 }
 WB_SIMD_DISPATCH(void, attend,

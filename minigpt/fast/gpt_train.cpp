@@ -34,8 +34,21 @@
 // own thread pool and OpenMP's never compete for the cores. No sum's order depends on the
 // thread count, so a step gives the same bits for any OMP_NUM_THREADS.
 //
-// Shapes: B sequences of T tokens, N = B·T rows (row b·T + t), D width, F = 4D, H heads of
-// width d = D / H, L blocks, V vocabulary. Weights in PyTorch's [out, in] layout.
+// The steps, llm.c style: each step of a layer over rows is one plain function below
+// (embedding, LayerNorm, heads split and merged, residual plus bias, GELU, softmax with cross
+// entropy, each forward and backward), its buffers' shapes in its comment, so that forward and
+// backward read as a list of calls: products (linear, linear_back), the row steps fused into
+// them (run on the rows of each piece of a product, in its parallel region), and the capstone's
+// attention between.
+//
+// Dimensions, the letters of every shape below:
+//   B  sequences of a batch              T  tokens of a sequence
+//   N  = B·T rows, row b·T + t           V  vocabulary
+//   D  width of the residual stream      F  = 4D, hidden width of the FFN
+//   H  heads                             d  = D / H, width of a head
+//   L  blocks
+// Weights in PyTorch's [out, in] layout; a head layout [B, H, T, d] holds row b·T + t's
+// columns h·d .. h·d + d − 1 at (b, h, t, 0 .. d − 1).
 #include "minigpt/fast/gpt_train.hpp"
 
 #include <cblas.h>
@@ -247,11 +260,53 @@ void linear_back(const float* dy, std::size_t ldy, const float* x, const float* 
     }
 }
 
-// ---- LayerNorm over the D features of each row ---------------------------------------------
+// ---- The row steps, forward and backward: one plain function each --------------------------
+//
+// A step "on rows [r0, r1)" touches those rows only and runs on the calling thread: forward and
+// backward call it on the rows of each piece of a product (gemm, linear_back), inside that
+// product's parallel region. The other steps run over all N rows in their own parallel region.
 
-// Rows [r0, r1) of x [N, D]: y = (x − mean) · rstd ⊙ g + b, keeping mean and rstd.
-void layernorm_rows(const float* x, const float* g, const float* b, float* y, float* mean,
-                    float* rstd, std::size_t r0, std::size_t r1, std::size_t D) {
+// x0 [N, D] = wte [V, D] at row inputs[n] + wpe [T_max, D] at row n % T, for each row n; wpe
+// null (RoPE, or no positions): wte's row alone. inputs [N].
+void embedding_forward(const float* wte, const float* wpe, const int* inputs, float* x0,
+                       std::size_t N, std::size_t T, std::size_t D) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < N; ++n) {
+        const float* te = wte + static_cast<std::size_t>(inputs[n]) * D;
+        if (wpe == nullptr) {
+            for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i];
+            continue;
+        }
+        const float* pe = wpe + (n % T) * D;
+        for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i] + pe[i];
+    }
+}
+
+// dwte [V, D] += dx0 [N, D] at row inputs[n], dwpe [T_max, D] += dx0 at row n % T (dwpe null:
+// no table). One id can occur in many rows, so the rows are not split: each thread owns a band
+// of the D columns and walks every row in order, the order of every sum whatever the thread
+// count.
+void embedding_backward(const float* dx0, const int* inputs, float* dwte, float* dwpe,
+                        std::size_t N, std::size_t T, std::size_t D) {
+#pragma omp parallel
+    {
+        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+        const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+        const std::size_t i0 = D * t / nt, i1 = D * (t + 1) / nt;
+        for (std::size_t n = 0; n < N; ++n) {
+            float* te = dwte + static_cast<std::size_t>(inputs[n]) * D;
+            for (std::size_t i = i0; i < i1; ++i) te[i] += dx0[n * D + i];
+            if (dwpe == nullptr) continue;
+            float* pe = dwpe + (n % T) * D;
+            for (std::size_t i = i0; i < i1; ++i) pe[i] += dx0[n * D + i];
+        }
+    }
+}
+
+// Rows [r0, r1) of x [N, D]: y [N, D] = (x − mean) · rstd ⊙ g + b, g and b [D], keeping mean
+// [N] and rstd [N].
+void layernorm_rows_forward(const float* x, const float* g, const float* b, float* y, float* mean,
+                            float* rstd, std::size_t r0, std::size_t r1, std::size_t D) {
     const float eps = static_cast<float>(kGptLayerNormEps);
     for (std::size_t n = r0; n < r1; ++n) {
         const float* xn = x + n * D;
@@ -269,9 +324,9 @@ void layernorm_rows(const float* x, const float* g, const float* b, float* y, fl
     }
 }
 
-// One row of layernorm_backward: dx += s (dy ⊙ gamma − g_mean − xhat gx_mean), pg += dy ⊙ xhat,
-// pb += dy. Its own function so that the pointers can be declared apart (__restrict): GCC
-// vectorises the loop only then.
+// One row of layernorm_rows_backward (each [D]): dx += s (dy ⊙ gamma − g_mean − xhat gx_mean),
+// pg += dy ⊙ xhat, pb += dy. Its own function so that the pointers can be declared apart
+// (__restrict): GCC vectorises the loop only then.
 void layernorm_back_row(const float* __restrict dy, const float* __restrict x,
                         const float* __restrict gamma, float m, float s, float g_mean,
                         float gx_mean, float* __restrict dx, float* __restrict pg,
@@ -284,13 +339,14 @@ void layernorm_back_row(const float* __restrict dy, const float* __restrict x,
     }
 }
 
-// dx [N, D] = rstd (g − mean(g) − xhat·mean(g xhat)) with g = dy ⊙ gamma, added into dx (the
-// residual stream's gradient already there); dgamma += Σ_rows dy ⊙ xhat, dbeta += Σ_rows dy.
-// The parameter gradients are summed in the same pass over the rows, by bands of kSumRows
-// (column_sums' scheme): partial [sum_bands(N), 2D] holds each band's Σ dy ⊙ xhat | Σ dy.
-void layernorm_backward(const float* dy, const float* x, const float* gamma, const float* mean,
-                        const float* rstd, float* dx, float* dgamma, float* dbeta, float* partial,
-                        std::size_t N, std::size_t D) {
+// The backward of layernorm_rows_forward on all N rows: dx [N, D] += rstd (g − mean(g) −
+// xhat·mean(g xhat)) with g = dy ⊙ gamma (dy [N, D], added to the residual stream's gradient
+// already in dx); dgamma [D] += Σ_rows dy ⊙ xhat, dbeta [D] += Σ_rows dy. The parameter
+// gradients are summed in the same pass over the rows, by bands of kSumRows (column_sums'
+// scheme): partial [sum_bands(N), 2D] holds each band's Σ dy ⊙ xhat | Σ dy.
+void layernorm_rows_backward(const float* dy, const float* x, const float* gamma, const float* mean,
+                             const float* rstd, float* dx, float* dgamma, float* dbeta,
+                             float* partial, std::size_t N, std::size_t D) {
     const std::size_t bands = sum_bands(N);
 #pragma omp parallel
     {
@@ -316,6 +372,164 @@ void layernorm_backward(const float* dy, const float* x, const float* gamma, con
         }
         add_bands(partial, 2 * D, bands, D, dgamma);
         add_bands(partial + D, 2 * D, bands, D, dbeta);
+    }
+}
+
+// Post-LN's backward through out = LN(sum) (sum [N, D]), in place: dout [N, D], the gradient
+// of out, becomes the gradient of sum, which the residual passes on unchanged to the
+// sublayer's input. scratch [N, D]; dgamma, dbeta [D] accumulate.
+void post_layernorm_backward(float* dout, const float* sum, const float* gamma, const float* mean,
+                             const float* rstd, float* dgamma, float* dbeta, float* scratch,
+                             float* partial, std::size_t N, std::size_t D) {
+    std::fill(scratch, scratch + N * D, 0.0f);
+    layernorm_rows_backward(dout, sum, gamma, mean, rstd, scratch, dgamma, dbeta, partial, N, D);
+    std::copy(scratch, scratch + N * D, dout);
+}
+
+// Rows [r0, r1): out [N, D] = x [N, D] + b [D], a residual stream started as its input plus
+// the bias of the product then added into it.
+void residual_bias_rows(const float* x, const float* b, float* out, std::size_t r0, std::size_t r1,
+                        std::size_t D) {
+    for (std::size_t n = r0; n < r1; ++n) {
+        for (std::size_t i = 0; i < D; ++i) out[n * D + i] = x[n * D + i] + b[i];
+    }
+}
+
+// Where the rows' heads go in a head layout [B, H, T, d], and what happens to q and k there.
+struct HeadLayout {
+    std::size_t T, H, d;
+    const RopeTables* rope;  // q and k turned by t·θ_i (RoPE); null: not turned
+    bool scale_q;            // q (and dq) multiplied by q_scale = √d (no 1/√d scale)
+    float q_scale;
+};
+
+// Rows [r0, r1) of proj [N, 3D] (columns q | k | v), each plus its bias b_q, b_k, b_v [D], into
+// q, k, v [B, H, T, d]: column h·d + i of row b·T + t goes to (b, h, t, i). With RoPE q and k
+// are turned on the way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i. Without the
+// 1/√d scale, q is multiplied by √d, which the kernel's 1/√d cancels.
+void qkv_rows_to_heads(const float* proj, const float* const bias[3], float* const qkv[3],
+                       const HeadLayout& hl, std::size_t r0, std::size_t r1) {
+    const std::size_t T = hl.T, H = hl.H, d = hl.d, D = H * d;
+    for (std::size_t n = r0; n < r1; ++n) {
+        const std::size_t b = n / T, t = n % T;
+        for (std::size_t p = 0; p < 3; ++p) {
+            const float* src = proj + n * 3 * D + p * D;
+            for (std::size_t h = 0; h < H; ++h) {
+                float* out = qkv[p] + ((b * H + h) * T + t) * d;
+                const float* in = src + h * d;
+                const float* bi = bias[p] + h * d;
+                if (hl.rope != nullptr && p < 2) {
+                    rope_turn(in, bi, hl.rope->cos_at(t), hl.rope->sin_at(t), d, out);
+                } else {
+                    for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
+                }
+                if (p == 0 && hl.scale_q) {
+                    for (std::size_t i = 0; i < d; ++i) out[i] *= hl.q_scale;
+                }
+            }
+        }
+    }
+}
+
+// The backward of qkv_rows_to_heads on all N rows: dq, dk, dv [B, H, T, d] merged back into
+// dproj [N, 3D] (columns dq | dk | dv). With RoPE, dq and dk are the gradients of the turned q
+// and k: the gradient of the projections is the same pair turned back, by −t·θ_i (a rotation's
+// transpose is its inverse; chapter 8's rope_backward). Without the 1/√d scale, dq is
+// multiplied by √d, as q was.
+void qkv_heads_to_rows(const float* const dqkv[3], float* dproj, const HeadLayout& hl,
+                       std::size_t N) {
+    const std::size_t T = hl.T, H = hl.H, d = hl.d, D = H * d;
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < N; ++n) {
+        const std::size_t b = n / T, t = n % T;
+        for (std::size_t p = 0; p < 3; ++p) {
+            for (std::size_t h = 0; h < H; ++h) {
+                const float* in = dqkv[p] + ((b * H + h) * T + t) * d;
+                float* out = dproj + n * 3 * D + p * D + h * d;
+                if (hl.rope != nullptr && p < 2) {
+                    rope_turn_back(in, hl.rope->cos_at(t), hl.rope->sin_at(t), d, out);
+                } else {
+                    for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
+                }
+                if (p == 0 && hl.scale_q) {
+                    for (std::size_t i = 0; i < d; ++i) out[i] *= hl.q_scale;
+                }
+            }
+        }
+    }
+}
+
+// Rows [r0, r1) of a [N, D] buffer and of a head layout [B, H, T, d], copied from one to the
+// other: column h·d + i of row b·T + t is (b, h, t, i). to_rows: src is the head layout (the
+// attention's output merged for w_o); else src is [N, D] (its gradient split for the kernel).
+void copy_rows_heads(const float* src, float* dst, bool to_rows, std::size_t T, std::size_t H,
+                     std::size_t d, std::size_t r0, std::size_t r1) {
+    const std::size_t D = H * d;
+    for (std::size_t n = r0; n < r1; ++n) {
+        const std::size_t b = n / T, t = n % T;
+        for (std::size_t h = 0; h < H; ++h) {
+            const std::size_t head = ((b * H + h) * T + t) * d, row = n * D + h * d;
+            const float* in = src + (to_rows ? head : row);
+            float* out = dst + (to_rows ? row : head);
+            for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
+        }
+    }
+}
+
+// Rows [r0, r1) of fc [N, F]: fc = GELU(fc + b_fc), b_fc [F], and grad [N, F] = GELU' at the
+// same point, for the backward (wb::gelu_bias_row, the decoder's GELU too).
+void gelu_rows_forward(float* fc, float* grad, const float* b_fc, std::size_t r0, std::size_t r1,
+                       std::size_t F) {
+    for (std::size_t n = r0; n < r1; ++n) wb::gelu_bias_row(fc + n * F, grad + n * F, b_fc, F);
+}
+
+// Rows [r0, r1) of dfc [N, F]: dfc ⊙= grad [N, F], the derivative gelu_rows_forward saved.
+void gelu_rows_backward(float* dfc, const float* grad, std::size_t r0, std::size_t r1,
+                        std::size_t F) {
+    for (std::size_t e = r0 * F; e < r1 * F; ++e) dfc[e] *= grad[e];
+}
+
+// Rows [r0, r1) of z [N, V], the logits: z = softmax(z) in place, and loss [N] = −log
+// softmax(z)[target] (0 where targets [N] holds -1, the ignored target).
+void softmax_cross_entropy_rows_forward(float* z, const int* targets, float* loss, std::size_t r0,
+                                        std::size_t r1, std::size_t V) {
+    for (std::size_t n = r0; n < r1; ++n) {
+        float* zn = z + n * V;
+        float mx = zn[0];
+        for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, zn[j]);
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < V; ++j) sum += std::exp(zn[j] - mx);
+        const float lse = mx + std::log(sum);  // log Σ exp(z), stable
+        const int target = targets[n];
+        loss[n] = target == -1 ? 0.0f : lse - zn[target];  // −log softmax(z)[target]
+        for (std::size_t j = 0; j < V; ++j) zn[j] = std::exp(zn[j] - lse);
+    }
+}
+
+// The mean of loss [N] over the `valid` rows whose target is not -1 (the others hold 0), summed
+// in row order: the same bits for any thread count.
+float mean_loss(const float* loss, std::size_t N, std::size_t valid) {
+    float total = 0.0f;
+    for (std::size_t n = 0; n < N; ++n) total += loss[n];
+    return valid == 0 ? 0.0f : total / static_cast<float>(valid);
+}
+
+// The backward of the mean cross entropy on all N rows: dlogits [N, V] = (probs [N, V] −
+// onehot(target)) · inv_valid, 0 on the rows whose target is -1.
+void softmax_cross_entropy_rows_backward(const float* probs, const int* targets, float inv_valid,
+                                         float* dlogits, std::size_t N, std::size_t V) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < N; ++n) {
+        const float* p = probs + n * V;
+        float* g = dlogits + n * V;
+        const int target = targets[n];
+        if (target == -1) {
+            for (std::size_t j = 0; j < V; ++j) g[j] = 0.0f;
+            continue;
+        }
+        for (std::size_t j = 0; j < V; ++j) g[j] = p[j];
+        g[target] -= 1.0f;
+        for (std::size_t j = 0; j < V; ++j) g[j] *= inv_valid;
     }
 }
 
@@ -413,6 +627,17 @@ void pack_qkv(const GptBlock<float>& w, float* wqkv, std::size_t D) {
     std::copy(w.w_v.data(), w.w_v.data() + D * D, wqkv + 2 * D * D);
 }
 
+// Adds the stacked gradients of the three projections, dwqkv [3D, D] and dbqkv [3D], into
+// g's w_q, w_k, w_v [D, D] and b_q, b_k, b_v [D].
+void add_qkv_grads(const float* dwqkv, const float* dbqkv, GptBlock<float>& g, std::size_t D) {
+    float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
+    float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
+    for (std::size_t p = 0; p < 3; ++p) {
+        for (std::size_t e = 0; e < D * D; ++e) gw[p][e] += dwqkv[p * D * D + e];
+        for (std::size_t i = 0; i < D; ++i) gb[p][i] += dbqkv[p * D + i];
+    }
+}
+
 }  // namespace
 
 GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,
@@ -492,25 +717,20 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
     // Token embedding plus position embedding: row b·T + t = wte[id] + wpe[t] (learned), or
     // wte[id] alone (RoPE: the positions enter inside attention; none: they do not enter).
     const bool rope = m.no_table;
-    float* x0 = m.resid.data();  // [N, D]
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < N; ++n) {
-        const float* te = params.wte.data() + static_cast<std::size_t>(m.inputs[n]) * D;
-        if (rope) {
-            for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i];
-            continue;
-        }
-        const float* pe = params.wpe.data() + (n % T) * D;
-        for (std::size_t i = 0; i < D; ++i) x0[n * D + i] = te[i] + pe[i];
-    }
+    embedding_forward(params.wte.data(), rope ? nullptr : params.wpe.data(), m.inputs.data(),
+                      m.resid.data(), N, T, D);
 
     const AttentionShape shape{B, H, T, d};
+    const HeadLayout heads{T, H, d, m.turn ? &m.rope : nullptr, m.unscaled, m.q_scale};
     const bool post = m.post;
+    float* proj = m.proj.data();  // [N, 3D]: columns q | k | v
     for (std::size_t l = 0; l < c.L; ++l) {
         const GptBlock<float>& w = params.blocks[l];
         const float* x = m.resid.data() + l * N * D;               // [N, D] stream in
         float* ln1 = post ? nullptr : m.ln1.data() + l * N * D;    // [N, D] Pre-LN
         float* sum1 = post ? m.sum1.data() + l * N * D : nullptr;  // [N, D] Post-LN
+        float* ln1_mean = m.ln1_mean.data() + l * N;               // [N]
+        float* ln1_rstd = m.ln1_rstd.data() + l * N;               // [N]
         float* q = m.qkv.data() + l * 3 * N * D;                   // [B, H, T, d]
         float* k = q + N * D;                                      // [B, H, T, d]
         float* v = k + N * D;                                      // [B, H, T, d]
@@ -520,131 +740,91 @@ float GptTrainer::forward(const GptParams<float>& params, const TokenIds& inputs
         float* x_mid = m.x_mid.data() + l * N * D;                 // [N, D]
         float* ln2 = post ? nullptr : m.ln2.data() + l * N * D;    // [N, D] Pre-LN
         float* sum2 = post ? m.sum2.data() + l * N * D : nullptr;  // [N, D] Post-LN
+        float* ln2_mean = m.ln2_mean.data() + l * N;               // [N]
+        float* ln2_rstd = m.ln2_rstd.data() + l * N;               // [N]
         float* fc_gelu = m.fc_gelu.data() + l * N * F;             // [N, F]
         float* gelu_grad = m.gelu_grad.data() + l * N * F;         // [N, F]
         float* x_out = m.resid.data() + (l + 1) * N * D;           // [N, D] stream out
+        float* attn_sum = post ? sum1 : x_mid;  // [N, D] x + attention: LN1's input in Post-LN
+        float* ffn_sum = post ? sum2 : x_out;   // [N, D] x_mid + FFN: LN2's input in Post-LN
 
         // Attention half: x_mid = x + w_o · attention(LN1(x)) (Post-LN: x_mid = LN1(x + w_o ·
-        // attention(x))). The row-by-row steps run inside the products' parallel regions, on
-        // the rows of each piece (gemm).
-        // One product for the three projections: ln1 [N, D] · [w_q; w_k; w_v]ᵀ, after LN1 of
-        // the same rows (Post-LN: x [N, D] itself).
-        float* proj = m.proj.data();  // [N, 3D]: columns q | k | v
+        // attention(x))). The row steps run inside the products' parallel regions, on the rows
+        // of each piece (gemm). One product for the three projections, ln1 (Post-LN: x) · [w_q;
+        // w_k; w_v]ᵀ, after LN1 of the same rows; then the heads split, with their biases.
         pack_qkv(w, m.wqkv.data(), D);
-        const auto ln1_rows = [&](std::size_t r0, std::size_t r1) {
-            if (post) return;
-            layernorm_rows(x, w.ln1_g.data(), w.ln1_b.data(), ln1, m.ln1_mean.data() + l * N,
-                           m.ln1_rstd.data() + l * N, r0, r1, D);
-        };
-        // Split the heads with the biases added: row n = b·T + t, column h·d + i of each
-        // projection goes to (b, h, t, i) of q, k or v. With RoPE, q and k are turned on the
-        // way (v is not): each pair (x[2i], x[2i+1]) by the angle t·θ_i. Without the 1/√d
-        // scale, q is multiplied by √d, which the kernel's 1/√d cancels.
-        const float* bias[3] = {w.b_q.data(), w.b_k.data(), w.b_v.data()};
-        float* dst[3] = {q, k, v};
-        const auto split_rows = [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t n = r0; n < r1; ++n) {
-                const std::size_t b = n / T, t = n % T;
-                for (std::size_t p = 0; p < 3; ++p) {
-                    const float* src = proj + n * 3 * D + p * D;
-                    for (std::size_t h = 0; h < H; ++h) {
-                        float* out = dst[p] + ((b * H + h) * T + t) * d;
-                        const float* in = src + h * d;
-                        const float* bi = bias[p] + h * d;
-                        if (m.turn && p < 2) {
-                            rope_turn(in, bi, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
-                        } else {
-                            for (std::size_t i = 0; i < d; ++i) out[i] = in[i] + bi[i];
-                        }
-                        if (p == 0 && m.unscaled) {
-                            for (std::size_t i = 0; i < d; ++i) out[i] *= m.q_scale;
-                        }
-                    }
+        const float* const qkv_bias[3] = {w.b_q.data(), w.b_k.data(), w.b_v.data()};
+        float* const qkv[3] = {q, k, v};
+        linear(
+            post ? x : ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f,
+            [&](std::size_t r0, std::size_t r1) {
+                if (!post) {
+                    layernorm_rows_forward(x, w.ln1_g.data(), w.ln1_b.data(), ln1, ln1_mean,
+                                           ln1_rstd, r0, r1, D);
                 }
-            }
-        };
-        linear(post ? x : ln1, m.wqkv.data(), proj, N, D, 3 * D, 0.0f, ln1_rows, split_rows);
+            },
+            [&](std::size_t r0, std::size_t r1) {
+                qkv_rows_to_heads(proj, qkv_bias, qkv, heads, r0, r1);
+            });
         attention_forward(shape, q, k, v, att, lse);
-        // x_mid = x + b_o + att_cat · w_oᵀ: first the heads merged back to rows and x_mid
-        // started as the residual plus the bias; after the product, LN2 of the same rows.
-        // Post-LN: the sum goes to sum1, and x_mid = LN1(sum1) after the product.
-        float* attn_sum = post ? sum1 : x_mid;  // [N, D]
-        const auto merge_rows = [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t n = r0; n < r1; ++n) {
-                const std::size_t b = n / T, t = n % T;
-                for (std::size_t h = 0; h < H; ++h) {
-                    const float* src = att + ((b * H + h) * T + t) * d;
-                    for (std::size_t i = 0; i < d; ++i) att_cat[n * D + h * d + i] = src[i];
+        // attn_sum = x + b_o + att_cat · w_oᵀ: the heads merged back into rows and the sum
+        // started as the residual plus the bias; after the product, LN2 of the same rows
+        // (Post-LN: x_mid = LN1(sum1)).
+        linear(
+            att_cat, w.w_o.data(), attn_sum, N, D, D, 1.0f,
+            [&](std::size_t r0, std::size_t r1) {
+                copy_rows_heads(att, att_cat, true, T, H, d, r0, r1);
+                residual_bias_rows(x, w.b_o.data(), attn_sum, r0, r1, D);
+            },
+            [&](std::size_t r0, std::size_t r1) {
+                if (post) {
+                    layernorm_rows_forward(sum1, w.ln1_g.data(), w.ln1_b.data(), x_mid, ln1_mean,
+                                           ln1_rstd, r0, r1, D);
+                } else {
+                    layernorm_rows_forward(x_mid, w.ln2_g.data(), w.ln2_b.data(), ln2, ln2_mean,
+                                           ln2_rstd, r0, r1, D);
                 }
-                for (std::size_t i = 0; i < D; ++i) {
-                    attn_sum[n * D + i] = x[n * D + i] + w.b_o[i];
-                }
-            }
-        };
-        const auto ln2_rows = [&](std::size_t r0, std::size_t r1) {
-            if (post) {
-                layernorm_rows(sum1, w.ln1_g.data(), w.ln1_b.data(), x_mid,
-                               m.ln1_mean.data() + l * N, m.ln1_rstd.data() + l * N, r0, r1, D);
-                return;
-            }
-            layernorm_rows(x_mid, w.ln2_g.data(), w.ln2_b.data(), ln2, m.ln2_mean.data() + l * N,
-                           m.ln2_rstd.data() + l * N, r0, r1, D);
-        };
-        linear(att_cat, w.w_o.data(), attn_sum, N, D, D, 1.0f, merge_rows, ln2_rows);
+            });
 
         // FFN half: x_out = x_mid + w_proj · GELU(w_fc · LN2(x_mid)) (Post-LN: x_out =
         // LN2(x_mid + w_proj · GELU(w_fc · x_mid))). After x w_fcᵀ, the bias and GELU on its
-        // rows, and x_out (Post-LN: sum2) started as x_mid plus the bias b_proj.
-        const float* b_fc = w.b_fc.data();
-        const float* b_proj = w.b_proj.data();
-        float* ffn_sum = post ? sum2 : x_out;  // [N, D]
-        const auto gelu_rows = [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t n = r0; n < r1; ++n) {
-                wb::gelu_bias_row(fc_gelu + n * F, gelu_grad + n * F, b_fc, F);
-                for (std::size_t i = 0; i < D; ++i) {
-                    ffn_sum[n * D + i] = x_mid[n * D + i] + b_proj[i];
-                }
-            }
-        };
-        linear(post ? x_mid : ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f, NoRows{}, gelu_rows);
-        const auto post_ln2_rows = [&](std::size_t r0, std::size_t r1) {
-            if (!post) return;
-            layernorm_rows(sum2, w.ln2_g.data(), w.ln2_b.data(), x_out, m.ln2_mean.data() + l * N,
-                           m.ln2_rstd.data() + l * N, r0, r1, D);
-        };
-        // ffn_sum += GELU · w_projᵀ (then, Post-LN, x_out = LN2 of the same rows)
-        linear(fc_gelu, w.w_proj.data(), ffn_sum, N, F, D, 1.0f, NoRows{}, post_ln2_rows);
+        // rows, and ffn_sum started as x_mid plus the bias b_proj; then ffn_sum += GELU ·
+        // w_projᵀ, and (Post-LN) x_out = LN2 of the same rows.
+        linear(post ? x_mid : ln2, w.w_fc.data(), fc_gelu, N, D, F, 0.0f, NoRows{},
+               [&](std::size_t r0, std::size_t r1) {
+                   gelu_rows_forward(fc_gelu, gelu_grad, w.b_fc.data(), r0, r1, F);
+                   residual_bias_rows(x_mid, w.b_proj.data(), ffn_sum, r0, r1, D);
+               });
+        linear(fc_gelu, w.w_proj.data(), ffn_sum, N, F, D, 1.0f, NoRows{},
+               [&](std::size_t r0, std::size_t r1) {
+                   if (post) {
+                       layernorm_rows_forward(sum2, w.ln2_g.data(), w.ln2_b.data(), x_out, ln2_mean,
+                                              ln2_rstd, r0, r1, D);
+                   }
+               });
     }
 
-    // Final LayerNorm, logits, then softmax and cross entropy fused, row by row.
-    const float* x_last = m.resid.data() + c.L * N * D;
-    const auto ln_f_rows = [&](std::size_t r0, std::size_t r1) {
-        layernorm_rows(x_last, params.ln_f_g.data(), params.ln_f_b.data(), m.ln_f.data(),
-                       m.ln_f_mean.data(), m.ln_f_rstd.data(), r0, r1, D);
-    };
-    float* probs = m.probs.data();  // [N, V]: the logits, then their softmax
+    // Final LayerNorm (unless --final-norm off: the last stream itself goes into lm_head),
+    // logits, then softmax and cross entropy fused, row by row.
+    const float* x_last = m.resid.data() + c.L * N * D;  // [N, D]
+    float* probs = m.probs.data();                       // [N, V]: the logits, then their softmax
     const auto softmax_rows = [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t n = r0; n < r1; ++n) {
-            float* z = probs + n * V;
-            float mx = z[0];
-            for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, z[j]);
-            float sum = 0.0f;
-            for (std::size_t j = 0; j < V; ++j) sum += std::exp(z[j] - mx);
-            const float lse = mx + std::log(sum);  // log Σ exp(z), stable
-            const int target = m.targets[n];
-            m.row_loss[n] = target == -1 ? 0.0f : lse - z[target];  // −log softmax(z)[target]
-            for (std::size_t j = 0; j < V; ++j) z[j] = std::exp(z[j] - lse);
-        }
+        softmax_cross_entropy_rows_forward(probs, m.targets.data(), m.row_loss.data(), r0, r1, V);
     };
     if (m.var.final_norm) {
-        linear(m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f, ln_f_rows, softmax_rows);
-    } else {  // --final-norm off: the last stream itself goes into lm_head
+        linear(
+            m.ln_f.data(), params.lm_head.data(), probs, N, D, V, 0.0f,
+            [&](std::size_t r0, std::size_t r1) {
+                layernorm_rows_forward(x_last, params.ln_f_g.data(), params.ln_f_b.data(),
+                                       m.ln_f.data(), m.ln_f_mean.data(), m.ln_f_rstd.data(), r0,
+                                       r1, D);
+            },
+            softmax_rows);
+    } else {
         linear(x_last, params.lm_head.data(), probs, N, D, V, 0.0f, NoRows{}, softmax_rows);
     }
-    float total = 0.0f;  // summed in row order: the same bits for any thread count
-    for (std::size_t n = 0; n < N; ++n) total += m.row_loss[n];
     m.has_forward = true;
-    return valid == 0 ? 0.0f : total / static_cast<float>(valid);
+    return mean_loss(m.row_loss.data(), N, valid);
 }
 
 void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grads) {
@@ -662,178 +842,113 @@ void GptTrainer::backward(const GptParams<float>& params, GptParams<float>& grad
     const bool rope = m.no_table;  // no wpe: RoPE or no positions
     const SerialBlas serial;
 
-    // Cross entropy: dlogits = (softmax − onehot(target)) / n_valid, 0 on ignored rows.
+    // Cross entropy, then lm_head and the final LayerNorm (--final-norm off: lm_head read the
+    // last stream, and ln_f's gradients stay as they are).
     const float inv_valid = m.valid == 0 ? 0.0f : 1.0f / static_cast<float>(m.valid);
     float* dlogits = m.dlogits.data();  // [N, V]
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < N; ++n) {
-        const float* p = m.probs.data() + n * V;
-        float* g = dlogits + n * V;
-        const int target = m.targets[n];
-        if (target == -1) {
-            for (std::size_t j = 0; j < V; ++j) g[j] = 0.0f;
-            continue;
-        }
-        for (std::size_t j = 0; j < V; ++j) g[j] = p[j];
-        g[target] -= 1.0f;
-        for (std::size_t j = 0; j < V; ++j) g[j] *= inv_valid;
-    }
-    float* dln = m.dln.data();        // [N, D]
-    float* dresid = m.dresid.data();  // [N, D]
+    softmax_cross_entropy_rows_backward(m.probs.data(), m.targets.data(), inv_valid, dlogits, N, V);
+    float* dln = m.dln.data();        // [N, D] scratch: the gradient of a LayerNorm's output
+    float* dresid = m.dresid.data();  // [N, D] the gradient of the residual stream
     float* partial = m.band_sums.data();
     const float* x_last = m.resid.data() + c.L * N * D;  // [N, D]
     if (m.var.final_norm) {
         linear_back(dlogits, V, m.ln_f.data(), params.lm_head.data(), dln, false,
                     grads.lm_head.data(), nullptr, partial, N, D, V);
         std::fill(m.dresid.begin(), m.dresid.end(), 0.0f);
-        layernorm_backward(dln, x_last, params.ln_f_g.data(), m.ln_f_mean.data(),
-                           m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(), grads.ln_f_b.data(),
-                           partial, N, D);
-    } else {  // no ln_f: lm_head read the last stream (ln_f's gradients stay as they are)
+        layernorm_rows_backward(dln, x_last, params.ln_f_g.data(), m.ln_f_mean.data(),
+                                m.ln_f_rstd.data(), dresid, grads.ln_f_g.data(),
+                                grads.ln_f_b.data(), partial, N, D);
+    } else {
         linear_back(dlogits, V, x_last, params.lm_head.data(), dresid, false, grads.lm_head.data(),
                     nullptr, partial, N, D, V);
     }
-    const bool post = m.post;
-    // Post-LN: out = LN(sum) with dresid the gradient of out. dresid becomes the gradient of
-    // sum, which the residual passes on unchanged to the sublayer's input (dln is scratch).
-    const auto post_ln_back = [&](const float* sum, const float* gamma, const float* mean,
-                                  const float* rstd, float* dgamma, float* dbeta) {
-        std::fill(m.dln.begin(), m.dln.end(), 0.0f);
-        layernorm_backward(dresid, sum, gamma, mean, rstd, dln, dgamma, dbeta, partial, N, D);
-        std::copy(m.dln.begin(), m.dln.end(), m.dresid.begin());
-    };
 
     const AttentionShape shape{B, H, T, d};
+    const HeadLayout heads{T, H, d, m.turn ? &m.rope : nullptr, m.unscaled, m.q_scale};
+    const bool post = m.post;
+    float* dfc = m.dfc.data();            // [N, F]
+    float* datt_cat = m.datt_cat.data();  // [N, D]
+    float* datt = m.datt.data();          // [B, H, T, d]
+    float* dq = m.dqkv.data();            // [B, H, T, d]
+    float* dk = dq + N * D;               // [B, H, T, d]
+    float* dv = dk + N * D;               // [B, H, T, d]
+    float* dproj = m.dproj.data();        // [N, 3D]: columns dq | dk | dv
     for (std::size_t l = c.L; l-- > 0;) {
         const GptBlock<float>& w = params.blocks[l];
         GptBlock<float>& g = grads.blocks[l];
-        const float* x = m.resid.data() + l * N * D;
-        const float* ln1 = post ? x : m.ln1.data() + l * N * D;  // input of q, k, v
-        const float* q = m.qkv.data() + l * 3 * N * D;
-        const float* k = q + N * D;
-        const float* v = k + N * D;
-        const float* att = m.att.data() + l * N * D;
-        const float* lse = m.lse.data() + l * N * H;
-        const float* att_cat = m.att_cat.data() + l * N * D;
-        const float* x_mid = m.x_mid.data() + l * N * D;
-        const float* ln2 = post ? x_mid : m.ln2.data() + l * N * D;  // input of w_fc
-        const float* gelu_grad = m.gelu_grad.data() + l * N * F;
-        const float* fc_gelu = m.fc_gelu.data() + l * N * F;
+        const float* x = m.resid.data() + l * N * D;                 // [N, D]
+        const float* ln1 = post ? x : m.ln1.data() + l * N * D;      // [N, D] input of q, k, v
+        const float* ln1_mean = m.ln1_mean.data() + l * N;           // [N]
+        const float* ln1_rstd = m.ln1_rstd.data() + l * N;           // [N]
+        const float* q = m.qkv.data() + l * 3 * N * D;               // [B, H, T, d]
+        const float* k = q + N * D;                                  // [B, H, T, d]
+        const float* v = k + N * D;                                  // [B, H, T, d]
+        const float* att = m.att.data() + l * N * D;                 // [B, H, T, d]
+        const float* lse = m.lse.data() + l * N * H;                 // [B, H, T]
+        const float* att_cat = m.att_cat.data() + l * N * D;         // [N, D]
+        const float* x_mid = m.x_mid.data() + l * N * D;             // [N, D]
+        const float* ln2 = post ? x_mid : m.ln2.data() + l * N * D;  // [N, D] input of w_fc
+        const float* ln2_mean = m.ln2_mean.data() + l * N;           // [N]
+        const float* ln2_rstd = m.ln2_rstd.data() + l * N;           // [N]
+        const float* gelu_grad = m.gelu_grad.data() + l * N * F;     // [N, F]
+        const float* fc_gelu = m.fc_gelu.data() + l * N * F;         // [N, F]
 
         // FFN half. dresid is the gradient of x_out; it reaches x_mid through the residual
         // unchanged, and the LN2 branch's share is added into it below. Post-LN: first through
         // x_out = LN2(sum2), then sum2 = x_mid + FFN(x_mid) the same way, with no LN after.
         if (post) {
-            post_ln_back(m.sum2.data() + l * N * D, w.ln2_g.data(), m.ln2_mean.data() + l * N,
-                         m.ln2_rstd.data() + l * N, g.ln2_g.data(), g.ln2_b.data());
+            post_layernorm_backward(dresid, m.sum2.data() + l * N * D, w.ln2_g.data(), ln2_mean,
+                                    ln2_rstd, g.ln2_g.data(), g.ln2_b.data(), dln, partial, N, D);
         }
         // dfc = (dresid · w_proj) ⊙ GELU'(u), the derivative saved by the forward.
-        float* dfc = m.dfc.data();  // [N, F]
-        const auto gelu_back_rows = [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t e = r0 * F; e < r1 * F; ++e) dfc[e] *= gelu_grad[e];
-        };
         linear_back(dresid, D, fc_gelu, w.w_proj.data(), dfc, false, g.w_proj.data(),
-                    g.b_proj.data(), partial, N, F, D, gelu_back_rows);
+                    g.b_proj.data(), partial, N, F, D, [&](std::size_t r0, std::size_t r1) {
+                        gelu_rows_backward(dfc, gelu_grad, r0, r1, F);
+                    });
         if (post) {  // x_mid's gradient: the residual's (in dresid) plus the FFN's
             linear_back(dfc, F, ln2, w.w_fc.data(), dresid, true, g.w_fc.data(), g.b_fc.data(),
                         partial, N, D, F);
         } else {
             linear_back(dfc, F, ln2, w.w_fc.data(), dln, false, g.w_fc.data(), g.b_fc.data(),
                         partial, N, D, F);
-            layernorm_backward(dln, x_mid, w.ln2_g.data(), m.ln2_mean.data() + l * N,
-                               m.ln2_rstd.data() + l * N, dresid, g.ln2_g.data(), g.ln2_b.data(),
-                               partial, N, D);
+            layernorm_rows_backward(dln, x_mid, w.ln2_g.data(), ln2_mean, ln2_rstd, dresid,
+                                    g.ln2_g.data(), g.ln2_b.data(), partial, N, D);
         }
 
         // Attention half: dresid is now the gradient of x_mid (Post-LN: of LN1(sum1), turned
-        // into sum1's).
+        // into sum1's). datt_cat = dresid · w_o, split into the heads row by row; the kernel's
+        // backward; dq, dk, dv merged back into rows.
         if (post) {
-            post_ln_back(m.sum1.data() + l * N * D, w.ln1_g.data(), m.ln1_mean.data() + l * N,
-                         m.ln1_rstd.data() + l * N, g.ln1_g.data(), g.ln1_b.data());
+            post_layernorm_backward(dresid, m.sum1.data() + l * N * D, w.ln1_g.data(), ln1_mean,
+                                    ln1_rstd, g.ln1_g.data(), g.ln1_b.data(), dln, partial, N, D);
         }
-        float* datt_cat = m.datt_cat.data();  // [N, D]
-        // datt_cat = dresid · w_o, then split into the heads, row by row.
-        float* datt = m.datt.data();  // [B, H, T, d]
-        const auto split_rows = [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t n = r0; n < r1; ++n) {
-                const std::size_t b = n / T, t = n % T;
-                for (std::size_t h = 0; h < H; ++h) {
-                    float* out = datt + ((b * H + h) * T + t) * d;
-                    for (std::size_t i = 0; i < d; ++i) out[i] = datt_cat[n * D + h * d + i];
-                }
-            }
-        };
         linear_back(dresid, D, att_cat, w.w_o.data(), datt_cat, false, g.w_o.data(), g.b_o.data(),
-                    partial, N, D, D, split_rows);
-        float* dq = m.dqkv.data();
-        float* dk = dq + N * D;
-        float* dv = dk + N * D;
+                    partial, N, D, D, [&](std::size_t r0, std::size_t r1) {
+                        copy_rows_heads(datt_cat, datt, false, T, H, d, r0, r1);
+                    });
         attention_backward(shape, q, k, v, att, lse, datt, dq, dk, dv);
-        // Merge dq, dk, dv back to rows. With RoPE, dq and dk are the gradients of the turned
-        // q and k: the gradient of the projections is the same pair turned back, by −t·θ_i
-        // (a rotation's transpose is its inverse; chapter 8's rope_backward). Without the 1/√d
-        // scale, dq is multiplied by √d, as q was.
-        float* dproj = m.dproj.data();  // [N, 3D]: columns dq | dk | dv
-        const float* src[3] = {dq, dk, dv};
-#pragma omp parallel for schedule(static)
-        for (std::size_t n = 0; n < N; ++n) {
-            const std::size_t b = n / T, t = n % T;
-            for (std::size_t p = 0; p < 3; ++p) {
-                for (std::size_t h = 0; h < H; ++h) {
-                    const float* in = src[p] + ((b * H + h) * T + t) * d;
-                    float* out = dproj + n * 3 * D + p * D + h * d;
-                    if (m.turn && p < 2) {
-                        rope_turn_back(in, m.rope.cos_at(t), m.rope.sin_at(t), d, out);
-                    } else {
-                        for (std::size_t i = 0; i < d; ++i) out[i] = in[i];
-                    }
-                    if (p == 0 && m.unscaled) {
-                        for (std::size_t i = 0; i < d; ++i) out[i] *= m.q_scale;
-                    }
-                }
-            }
-        }
+        const float* const dqkv[3] = {dq, dk, dv};
+        qkv_heads_to_rows(dqkv, dproj, heads, N);
         // The three projections as one Linear of width 3D: dln = dproj · [w_q; w_k; w_v]
         // sums ln1's three gradients in one product; the weight and bias gradients come out
-        // stacked [3D, D] and [3D], and are added into the three tensors.
+        // stacked [3D, D] and [3D], and are added into the three tensors. Post-LN: q, k, v
+        // read x itself, whose gradient (the residual's, in dresid) gets theirs added; Pre-LN:
+        // they read ln1, whose gradient goes through LN1 below.
         pack_qkv(w, m.wqkv.data(), D);
         std::fill(m.dwqkv.begin(), m.dwqkv.end(), 0.0f);
         std::fill(m.dbqkv.begin(), m.dbqkv.end(), 0.0f);
-        // Post-LN: q, k, v read x itself, whose gradient (the residual's, in dresid) gets
-        // theirs added; Pre-LN: they read ln1, whose gradient goes through LN1 below.
         linear_back(dproj, 3 * D, ln1, m.wqkv.data(), post ? dresid : dln, post, m.dwqkv.data(),
                     m.dbqkv.data(), partial, N, D, 3 * D);
-        float* gw[3] = {g.w_q.data(), g.w_k.data(), g.w_v.data()};
-        float* gb[3] = {g.b_q.data(), g.b_k.data(), g.b_v.data()};
-        for (std::size_t p = 0; p < 3; ++p) {
-            for (std::size_t e = 0; e < D * D; ++e) gw[p][e] += m.dwqkv[p * D * D + e];
-            for (std::size_t i = 0; i < D; ++i) gb[p][i] += m.dbqkv[p * D + i];
-        }
+        add_qkv_grads(m.dwqkv.data(), m.dbqkv.data(), g, D);
         if (!post) {
-            layernorm_backward(dln, x, w.ln1_g.data(), m.ln1_mean.data() + l * N,
-                               m.ln1_rstd.data() + l * N, dresid, g.ln1_g.data(), g.ln1_b.data(),
-                               partial, N, D);
+            layernorm_rows_backward(dln, x, w.ln1_g.data(), ln1_mean, ln1_rstd, dresid,
+                                    g.ln1_g.data(), g.ln1_b.data(), partial, N, D);
         }
     }
 
-    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE or no positions). One id can occur in many
-    // rows, so the rows are not split: each thread owns a band of the D columns and walks every
-    // row in order, the order of every sum whatever the thread count.
-    float* dwte = grads.wte.data();
-    float* dwpe = grads.wpe.data();
-#pragma omp parallel
-    {
-        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-        const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-        const std::size_t i0 = D * t / nt, i1 = D * (t + 1) / nt;
-        for (std::size_t n = 0; n < N; ++n) {
-            float* te = dwte + static_cast<std::size_t>(m.inputs[n]) * D;
-            for (std::size_t i = i0; i < i1; ++i) te[i] += dresid[n * D + i];
-            if (rope) continue;
-            float* pe = dwpe + (n % T) * D;
-            for (std::size_t i = i0; i < i1; ++i) pe[i] += dresid[n * D + i];
-        }
-    }
+    // Embeddings: x0[b·T + t] = wte[id] + wpe[t] (no wpe with RoPE or no positions).
+    embedding_backward(dresid, m.inputs.data(), grads.wte.data(), rope ? nullptr : grads.wpe.data(),
+                       N, T, D);
 }
 
 }  // namespace wb::minigpt

@@ -2,10 +2,6 @@
 
 #include "workbook/simd.hpp"
 
-#ifdef WB_SIMD_X86
-#include <immintrin.h>
-#endif
-
 namespace wb {
 
 namespace {
@@ -38,65 +34,43 @@ void gelu_row_portable(float* y, float* grad, const float* b, std::size_t n) {
         gelu_one(y[j] + b[j], y[j], grad == nullptr ? nullptr : grad + j);
 }
 
-#ifdef WB_SIMD_X86
-// fast_exp_nonpositive, eight lanes at a time: the same steps and constants.
-WB_TARGET_AVX2 inline __m256 fast_exp_nonpositive8(__m256 x_in) {
-    const __m256 x = _mm256_max_ps(x_in, _mm256_set1_ps(-88.0f));
-    const __m256 big =
-        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(12582912.0f));
-    const __m256 n = _mm256_sub_ps(big, _mm256_set1_ps(12582912.0f));
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.3836846919730306e-3f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.374815806746483e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.166822507977486e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666419804096222e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.9999991059303284e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i two_n = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(big), 23),
-                                           _mm256_set1_epi32(127 << 23));
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-}
-
-// The same GELU, 8 values at a time with AVX2 + FMA. Written with intrinsics because GCC does
-// not vectorise the clamps (float comparisons) under the default -ftrapping-math.
-WB_TARGET_AVX2 void gelu_row_avx2(float* y, float* grad, const float* b, std::size_t n) {
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    std::size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        const __m256 u = _mm256_add_ps(_mm256_loadu_ps(y + j), _mm256_loadu_ps(b + j));
-        __m256 x = _mm256_mul_ps(u, _mm256_set1_ps(kInvSqrt2));
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-4.0f)), _mm256_set1_ps(4.0f));
-        const __m256 x2 = _mm256_mul_ps(x, x);
-        __m256 p = _mm256_set1_ps(kErfNum[0]);
-        for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfNum[i]));
-        __m256 q = _mm256_set1_ps(kErfDen[0]);
-        for (int i = 1; i < 5; ++i) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfDen[i]));
-        const __m256 erf = _mm256_div_ps(_mm256_mul_ps(x, p), q);
-        const __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
-        _mm256_storeu_ps(y + j, _mm256_mul_ps(u, cdf));
+// The same GELU, 8 values at a time, on the values [0, n − n mod 8): the steps of gelu_one in
+// the same order, so each value gets gelu_one's bits at the same level (the multiply-adds fuse
+// where the level has FMA). Explicit lanes because GCC does not vectorise the clamps (float
+// comparisons) of a plain loop under the default -ftrapping-math.
+WB_SIMD_BODY void gelu_lanes_body(float* y, float* grad, const float* b, std::size_t n) {
+    for (std::size_t j = 0; j + 8 <= n; j += 8) {
+        F32x8 u, bj;
+        load_lanes(u, y + j);
+        load_lanes(bj, b + j);
+        u += bj;
+        F32x8 x = u * kInvSqrt2;
+        x = x < -4.0f ? F32x8{} - 4.0f : x;
+        x = x > 4.0f ? F32x8{} + 4.0f : x;
+        const F32x8 x2 = x * x;
+        F32x8 p, q;
+        splat(p, kErfNum[0]);
+        for (int i = 1; i < 7; ++i) p = p * x2 + kErfNum[i];
+        splat(q, kErfDen[0]);
+        for (int i = 1; i < 5; ++i) q = q * x2 + kErfDen[i];
+        const F32x8 cdf = 0.5f * (1.0f + x * p / q);  // Φ(u)
+        store_lanes(y + j, u * cdf);
         if (grad != nullptr) {
-            const __m256 z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), u), u);
-            const __m256 pdf = _mm256_mul_ps(fast_exp_nonpositive8(z), _mm256_set1_ps(kInvSqrt2Pi));
-            _mm256_storeu_ps(grad + j, _mm256_fmadd_ps(u, pdf, cdf));
+            F32x8 e = -0.5f * u * u;
+            fast_exp_nonpositive_lanes<F32x8, U32x8>(e);
+            store_lanes(grad + j, cdf + u * (e * kInvSqrt2Pi));
         }
     }
-    gelu_row_portable(y + j, grad == nullptr ? nullptr : grad + j, b + j, n - j);
 }
-#endif
+WB_SIMD_DISPATCH(void, gelu_lanes, (float* y, float* grad, const float* b, std::size_t n),
+                 (y, grad, b, n))
 
 }  // namespace
 
 void gelu_bias_row(float* y, float* grad, const float* b, std::size_t n) {
-#ifdef WB_SIMD_X86
-    static const bool avx2 = simd_level() >= kSimdAvx2;
-    if (avx2) {
-        gelu_row_avx2(y, grad, b, n);
-        return;
-    }
-#endif
-    gelu_row_portable(y, grad, b, n);
+    const std::size_t whole = n - n % 8;
+    gelu_lanes(y, grad, b, whole);
+    gelu_row_portable(y + whole, grad == nullptr ? nullptr : grad + whole, b + whole, n - whole);
 }
 
 }  // namespace wb
