@@ -464,6 +464,11 @@ const float* GptDecoder::Impl::run(std::int64_t token) {
 GptDecoder::GptDecoder(const GptParams<float>& p, const GptConfig& config, const Variant& variant)
     : impl_(std::make_unique<Impl>()) {
     require_valid_config(kName, config);
+    if (config.gelu != Gelu::exact) {  // the fast engine computes the exact GELU only
+        throw ValueError(std::string(kName) + ": config " + config_str(config) +
+                         ": the fast engine computes the exact GELU only; expected gelu = exact "
+                         "(GPT-2's tanh form runs on the chapters, --engine chapters)");
+    }
     if (p.blocks.size() != config.L) {
         throw ShapeError(std::string(kName) + ": params has " + num(p.blocks.size()) +
                          " blocks, expected L = " + num(config.L) + " for config " +

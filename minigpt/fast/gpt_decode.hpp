@@ -62,6 +62,8 @@ class GptDecoder {
     /// @param config the model's shape
     /// @param variant the ablation switches the model was trained with; `{}` is chapter 8's
     /// @throws ShapeError if the config is invalid or params does not match it
+    /// @throws ValueError if config.gelu is not Gelu::exact (the fast engine computes the
+    ///         exact GELU only; GPT-2's tanh form runs on the chapters)
     /// @throws ValueError if variant.no_positions and config.positions is not rope
     GptDecoder(const GptParams<float>& params, const GptConfig& config,
                const Variant& variant = {});

@@ -643,6 +643,11 @@ void add_qkv_grads(const float* dwqkv, const float* dbqkv, GptBlock<float>& g, s
 GptTrainer::GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,
                        const Variant& variant) {
     require_valid_config(kName, config);
+    if (config.gelu != Gelu::exact) {  // the fast engine computes the exact GELU only
+        throw ValueError(std::string(kName) + ": config " + config_str(config) +
+                         ": the fast engine computes the exact GELU only; expected gelu = exact "
+                         "(GPT-2's tanh form runs on the chapters, --engine chapters)");
+    }
     if (batch == 0 || seq_len == 0) {
         throw ShapeError(std::string(kName) + ": batch [B, T] = " +
                          shape_str(Shape{batch, seq_len}) + ", expected B >= 1 and T >= 1");

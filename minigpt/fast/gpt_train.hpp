@@ -46,6 +46,8 @@ class GptTrainer {
     /// @param seq_len T, the tokens of each sequence, at most config.T_max
     /// @param variant the ablation switches; `{}` is chapter 8's model
     /// @throws ShapeError if the config is invalid, batch is 0, or seq_len is 0
+    /// @throws ValueError if config.gelu is not Gelu::exact (the fast engine computes the
+    ///         exact GELU only; GPT-2's tanh form runs on the chapters)
     /// @throws ValueError if seq_len > config.T_max, or variant.no_positions and
     ///         config.positions is not rope
     GptTrainer(const GptConfig& config, std::size_t batch, std::size_t seq_len,

@@ -1,4 +1,6 @@
 #include "check.hpp"
+#include "minigpt/fast/gpt_decode.hpp"
+#include "minigpt/fast/gpt_train.hpp"
 #include "minigpt/model_file.hpp"
 #include "temp_files.hpp"
 
@@ -136,4 +138,15 @@ TEST_CASE("the tiny GPT-2 writes GPT-2's greedy text on chapter 9's cache", "[mi
         m, "Hello world", 6, wb::SamplingOptions{1.0f, 0, 1.0f}, 1, true);
     INFO("hint: GPT-2's FFN is the tanh GELU (config.gelu), its lm_head is wte");
     CHECK(text == "Hello worldr Her He");
+}
+
+TEST_CASE("the fast engine refuses GPT-2's tanh GELU instead of computing the exact one",
+          "[minigpt][gpt2]") {
+    const Model m = tiny_gpt2_model();
+    WB_CHECK_THROWS(wb::ValueError, wb::minigpt::GptDecoder(m.params, m.config, m.variant),
+                    "the fast decoder computes the exact GELU only", "wb::minigpt::GptDecoder",
+                    "gelu = tanh");
+    WB_CHECK_THROWS(wb::ValueError, wb::minigpt::GptTrainer(m.config, 1, 4, m.variant),
+                    "the fast trainer computes the exact GELU only", "wb::minigpt::GptTrainer",
+                    "gelu = tanh");
 }
