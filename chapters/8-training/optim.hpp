@@ -85,3 +85,11 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
 
 }  // namespace WB_IMPL
 }  // namespace wb
+
+/// The explicit instantiations of adamw_step for one scalar type, written once for the stub and
+/// the reference: each `.cpp` ends with `WB_INSTANTIATE_ADAMW(float)` and
+/// `WB_INSTANTIATE_ADAMW(double)`, inside the chapter's namespaces.
+/// @param Real the scalar type: float or double
+#define WB_INSTANTIATE_ADAMW(Real)                                                              \
+    template void adamw_step<Real>(GptParams<Real>&, const GptParams<Real>&, AdamWState<Real>&, \
+                                   const AdamWConfig&);

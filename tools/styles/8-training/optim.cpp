@@ -104,10 +104,8 @@ void adamw_step(GptParams<Real>& params, const GptParams<Real>& grads, AdamWStat
     }
 }
 
-template void adamw_step<float>(GptParams<float>&, const GptParams<float>&, AdamWState<float>&,
-                                const AdamWConfig&);
-template void adamw_step<double>(GptParams<double>&, const GptParams<double>&, AdamWState<double>&,
-                                 const AdamWConfig&);
+WB_INSTANTIATE_ADAMW(float)
+WB_INSTANTIATE_ADAMW(double)
 
 }  // namespace WB_IMPL
 }  // namespace wb
