@@ -1,4 +1,5 @@
-// Test-side helpers of chapter 8's model checks: loading PyTorch goldens into a model and
+// Test-side helpers of chapter 8's model checks: loading PyTorch goldens into a model (the config
+// and ids: tests/support/gpt2_golden.hpp) and
 // comparing two models tensor by tensor. The walk by field (each_tensor) and the random model
 // (random_params) are tests/support/random_gpt.hpp's, shared with chapter 9 and the mini-GPT.
 #pragma once
@@ -17,6 +18,7 @@
 #include "8-training/model.hpp"
 #include "check.hpp"
 #include "golden.hpp"
+#include "gpt2_golden.hpp"
 #include "random_gpt.hpp"
 
 namespace wbtest {
@@ -52,14 +54,6 @@ void each_pair(PA& a, PB& b, F f) {
     f(std::string("lm_head"), a.lm_head, b.lm_head);
 }
 
-/// The config stored as tensor "config" = [V, T_max, D, H, L].
-inline wb::GptConfig golden_config(const Golden& g) {
-    const auto c = g.tensor<1>("config");
-    return wb::GptConfig{static_cast<std::size_t>(c(0)), static_cast<std::size_t>(c(1)),
-                         static_cast<std::size_t>(c(2)), static_cast<std::size_t>(c(3)),
-                         static_cast<std::size_t>(c(4))};
-}
-
 /// A model whose tensor NAME is the golden's tensor `prefix + NAME`, built by field.
 template <class Real>
 wb::GptParams<Real> golden_params(const Golden& g, const std::string& prefix, std::size_t L) {
@@ -72,14 +66,6 @@ wb::GptParams<Real> golden_params(const Golden& g, const std::string& prefix, st
         std::copy(stored.begin(), stored.end(), t.begin());
     });
     return p;
-}
-
-/// Token ids stored as floats.
-inline wb::TokenIds golden_ids(const Golden& g, const std::string& name) {
-    const auto f = g.tensor<2>(name);
-    wb::TokenIds ids = wb::TokenIds::from_shape(f.shape());
-    for (std::size_t i = 0; i < f.size(); ++i) ids.data()[i] = std::llround(f.data()[i]);
-    return ids;
 }
 
 /// A model of the same shapes as p, every element 0 (built by field, not with wb::zeros_like).

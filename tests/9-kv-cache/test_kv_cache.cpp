@@ -257,11 +257,8 @@ TEST_CASE("GPT-2's own weights: prefill and decode_step give GPT-2's logits (tan
     const wbtest::Golden g("8-training/gpt2_tiny.txt");
     const wb::GptConfig c = wbtest::gpt2_golden_config(g);  // gelu = Gelu::tanh
     const wb::GptParams<float> p = wbtest::gpt2_golden_params(g, c);
-    const auto stored = g.tensor<2>("inputs");  // [2, 6] ids, stored as floats
-    wb::TokenIds ids = wb::TokenIds::from_shape(stored.shape());
-    std::transform(stored.begin(), stored.end(), ids.begin(),
-                   [](float id) { return static_cast<std::int64_t>(id); });
-    const wb::Mat<float> full = g.tensor<2>("logits");  // [12, V]
+    const wb::TokenIds ids = wbtest::golden_ids(g, "inputs");  // [2, 6]
+    const wb::Mat<float> full = g.tensor<2>("logits");         // [12, V]
     const char* hint =
         "GPT-2's FFN is GELU's tanh form: with config.gelu == Gelu::tanh each layer runs "
         "chapter 7's gelu_tanh, as chapter 8's forward does (the exact gelu misses by 7e-4)";

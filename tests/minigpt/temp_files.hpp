@@ -12,6 +12,7 @@
 #include <string>
 #include <system_error>
 
+#include "8-training/checkpoint.hpp"
 #include "8-training/model.hpp"
 #include "minigpt/model_file.hpp"
 #include "minigpt/tokenizer.hpp"
@@ -51,6 +52,14 @@ inline std::string read_all(const std::string& path) {
 /// Replaces a file's bytes.
 inline void write_all(const std::string& path, const std::string& data) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+/// Makes a model file's stored FNV-1a (its last 8 bytes, the hash of all before them) right
+/// again after a check edited the bytes before it, so that what the load meets is the edit.
+inline void rehash_model_file(std::string& bytes) {
+    const std::size_t body = bytes.size() - 8;
+    const std::uint64_t h = wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), body);
+    for (int i = 0; i < 8; ++i) bytes[body + i] = static_cast<char>(h >> (8 * i));
 }
 
 /// A model of the characters of `alphabet`, context T, width D, 2 heads, L blocks, its weights

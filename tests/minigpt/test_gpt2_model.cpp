@@ -5,13 +5,10 @@
 #include "temp_files.hpp"
 
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "8-training/checkpoint.hpp"
 #include "8-training/model.hpp"
 #include "9-kv-cache/sampling.hpp"
 #include "golden.hpp"
@@ -28,12 +25,10 @@ using wb::minigpt::Model;
 using wb::minigpt::Tokenizer;
 using wb::minigpt::TokenizerKind;
 
-// The tiny vocabulary of the golden (tools/goldens/gpt2_model.py): "Hello world" is
-// He llo Ġw o r l d.
+// The golden's tiny vocabulary (tools/goldens/gpt2_model.py wrote its vocab.bpe and
+// encoder.json): "Hello world" is He llo Ġw o r l d.
 Tokenizer tiny_gpt2_tokenizer() {
-    return Tokenizer::from_gpt2(wb::gpt2_vocab(
-        {{"l", "l"}, {"H", "e"}, {"ll", "o"}, {"\u0120", "w"}},
-        {"H", "e", "l", "o", "\u0120", "w", "r", "d", "!", "ll", "He", "llo", "\u0120w"}));
+    return Tokenizer::from_gpt2(wb::gpt2_load(wbtest::golden_path("8-training/gpt2_tiny_vocab")));
 }
 
 Model tiny_gpt2_model() {
@@ -43,22 +38,6 @@ Model tiny_gpt2_model() {
     m.config = wbtest::gpt2_golden_config(g);
     m.params = wbtest::gpt2_golden_params(g, m.config);
     return m;
-}
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// Makes the stored FNV-1a of a model file right again after an edit.
-void rehash(std::string& bytes) {
-    const std::uint64_t hash =
-        wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 8);
-    for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<char>(hash >> (8 * i));
 }
 
 }  // namespace
@@ -100,7 +79,7 @@ TEST_CASE("a model with GPT-2's tanh GELU is format version 3 and loads with tha
     const std::string path = (dir.path / "tiny-gpt2.model").string();
     const Model m = tiny_gpt2_model();
     wb::minigpt::save_model(path, m);
-    const std::string bytes = read_bytes(path);
+    const std::string bytes = wbtest::read_all(path);
     CHECK(bytes[8] == 3);   // version 3
     CHECK(bytes[32] == 1);  // gelu = tanh, after version 2's four switches
     const Model back = wb::minigpt::load_model(path);
@@ -112,7 +91,7 @@ TEST_CASE("a model with GPT-2's tanh GELU is format version 3 and loads with tha
     Model exact = m;
     exact.config.gelu = wb::Gelu::exact;
     wb::minigpt::save_model(path, exact);
-    CHECK(read_bytes(path)[8] == 1);
+    CHECK(wbtest::read_all(path)[8] == 1);
     CHECK(wb::minigpt::load_model(path).config.gelu == wb::Gelu::exact);
 }
 
@@ -121,10 +100,10 @@ TEST_CASE("load_model refuses an unknown GELU byte of version 3 behind a valid c
     wbtest::TempDir dir("gpt2_bad");
     const std::string path = (dir.path / "tiny-gpt2.model").string();
     wb::minigpt::save_model(path, tiny_gpt2_model());
-    std::string bytes = read_bytes(path);
+    std::string bytes = wbtest::read_all(path);
     bytes[32] = 7;
-    rehash(bytes);
-    write_bytes(path, bytes);
+    wbtest::rehash_model_file(bytes);
+    wbtest::write_all(path, bytes);
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(path),
                     "the GELU byte is 0 (exact) or 1 (tanh)", "wb::minigpt::load_model", "gelu = 7",
                     "byte 32");

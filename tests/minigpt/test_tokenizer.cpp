@@ -1,16 +1,14 @@
 #include "check.hpp"
 #include "minigpt/tokenizer.hpp"
+#include "temp_files.hpp"
 
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "8-training/checkpoint.hpp"
 #include "minigpt/data.hpp"
 #include "minigpt/model_file.hpp"
 
@@ -263,13 +261,6 @@ TEST_CASE("Tokenizer's BPE kind rejects a bad size, bad text, bad ids and a bad 
 
 namespace {
 
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
 // A folder of its own for the files of one check, removed afterwards.
 struct BpeTempDir {
     std::filesystem::path path;
@@ -317,17 +308,15 @@ TEST_CASE("load_model rejects a damaged BPE vocabulary even behind a valid check
     BpeTempDir dir;
     const std::string path = (dir.path / "bpe.ckpt").string();
     wb::minigpt::save_model(path, tiny_bpe_model());
-    std::string bytes = read_bytes(path);
+    std::string bytes = wbtest::read_all(path);
     // The first merge line follows "wb-bpe 1 24\n"; its first digit becomes 9: an id of 900
     // or more, which merge 0 may not use. Then the checksum is made right again.
     const std::size_t at = bytes.find("wb-bpe 1 ");
     REQUIRE(at != std::string::npos);
     const std::size_t line = bytes.find('\n', at) + 1;
     bytes[line] = '9';
-    const std::uint64_t hash =
-        wb::fnv1a64(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 8);
-    for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<char>(hash >> (8 * i));
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    wbtest::rehash_model_file(bytes);
+    wbtest::write_all(path, bytes);
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(path),
                     "the vocabulary part is checked like the checkpoint part",
                     "wb::minigpt::load_model", "not a vocabulary", "wb::bpe_deserialize", "line 2");

@@ -312,10 +312,7 @@ TEST_CASE(
     // contradicts "none", and the load says so.
     std::string learned_none = b;
     learned_none[31] = 1;
-    const std::size_t body = learned_none.size() - 8;
-    const std::uint64_t h =
-        wb::fnv1a64(reinterpret_cast<const unsigned char*>(learned_none.data()), body);
-    for (int i = 0; i < 8; ++i) learned_none[body + i] = static_cast<char>(h >> (8 * i));
+    wbtest::rehash_model_file(learned_none);
     const std::string contradictory = (dir.path / "learned_none.model").string();
     write_all(contradictory, learned_none);
     WB_CHECK_THROWS(wb::FileError, wb::minigpt::load_model(contradictory),

@@ -13,19 +13,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "goldens"))
+from reproduce import read as golden_tensors  # noqa: E402  name -> (shape, values)
+
 GOLDEN = ROOT / "tests" / "goldens" / "8-training" / "gpt2_tiny.txt"
 VOCAB = ROOT / "tests" / "goldens" / "8-training" / "gpt2_tiny_vocab"
-
-
-def golden_tensors(path):
-    """name -> (shape, [floats]) of a golden file (tests/goldens/README.md)."""
-    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-    out = {}
-    for head, values in zip(lines[0::2], lines[1::2]):
-        _, name, rank, *dims = head.split()
-        assert len(dims) == int(rank), head
-        out[name] = ([int(d) for d in dims], [float(v) for v in values.split()])
-    return out
 
 
 def write_safetensors(path, tensors):
@@ -33,7 +25,7 @@ def write_safetensors(path, tensors):
     header, data = {}, b""
     for name, (shape, values) in tensors.items():
         blob = struct.pack(f"<{len(values)}f", *values)
-        header[name] = {"dtype": "F32", "shape": shape,
+        header[name] = {"dtype": "F32", "shape": list(shape),
                         "data_offsets": [len(data), len(data) + len(blob)]}
         data += blob
     text = json.dumps(header).encode()

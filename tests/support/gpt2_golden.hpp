@@ -1,10 +1,12 @@
-// GPT-2's weights as chapter 8's model: tests/goldens/8-training/gpt2_tiny.txt (written by
+// The goldens of a GPT (tests/goldens/8-training): its config and token ids, and GPT-2's weights
+// as chapter 8's model: tests/goldens/8-training/gpt2_tiny.txt (written by
 // tools/goldens/gpt2_model.py) holds a tiny GPT-2 in GPT-2's own names and layout and the
 // logits GPT-2's code computes. The mapping below is the checks' own: every Conv1D weight of
 // GPT-2 is `[in, out]` and multiplies from the right (x W + b), so chapter 8's `[out, in]`
 // weight is its transpose; c_attn holds q | k | v side by side; lm_head is wte (tied).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -15,12 +17,25 @@
 
 namespace wbtest {
 
-/// The golden GPT-2's config: [V, T_max, D, H, L] with GPT-2's tanh GELU.
-inline wb::GptConfig gpt2_golden_config(const Golden& g) {
+/// The config stored as tensor "config" = [V, T_max, D, H, L].
+inline wb::GptConfig golden_config(const Golden& g) {
     const auto c = g.tensor<1>("config");
-    wb::GptConfig config{static_cast<std::size_t>(c(0)), static_cast<std::size_t>(c(1)),
+    return wb::GptConfig{static_cast<std::size_t>(c(0)), static_cast<std::size_t>(c(1)),
                          static_cast<std::size_t>(c(2)), static_cast<std::size_t>(c(3)),
                          static_cast<std::size_t>(c(4))};
+}
+
+/// Token ids stored as floats.
+inline wb::TokenIds golden_ids(const Golden& g, const std::string& name) {
+    const auto f = g.tensor<2>(name);
+    wb::TokenIds ids = wb::TokenIds::from_shape(f.shape());
+    for (std::size_t i = 0; i < f.size(); ++i) ids.data()[i] = std::llround(f.data()[i]);
+    return ids;
+}
+
+/// The golden GPT-2's config: [V, T_max, D, H, L] with GPT-2's tanh GELU.
+inline wb::GptConfig gpt2_golden_config(const Golden& g) {
+    wb::GptConfig config = golden_config(g);
     config.gelu = wb::Gelu::tanh;
     return config;
 }
