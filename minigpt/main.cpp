@@ -479,23 +479,16 @@ std::string tied_note(const wb::GptParams<float>& p) {
 }
 
 // The engine a loaded model generates on, and --tokenizer, if given, checked against its
-// vocabulary. GPT-2's tanh GELU runs on the chapters (the fast decoder computes the exact
-// form), so such a model takes --engine chapters unless told otherwise, and is refused with
-// --engine fast.
+// vocabulary. GPT-2's tanh GELU runs on the chapters, so such a model takes --engine chapters
+// unless --engine says otherwise (the fast decoder then refuses it: it computes the exact GELU).
 Engine loaded_engine(const Model& model, const Cli& c) {
     const char* kind = tokenizer_label(model.tokenizer.kind());
     if (c.tokenizer_given && c.tokenizer != kind) {
         throw wb::ValueError("--tokenizer " + c.tokenizer + ": " + c.load + " holds a " + kind +
                              " vocabulary; expected --tokenizer " + kind + " or none");
     }
-    if (model.config.gelu != wb::Gelu::tanh) return c.train.engine;
-    if (c.engine_given && c.train.engine == Engine::fast) {
-        throw wb::ValueError(c.load +
-                             " has GPT-2's tanh GELU, which runs on your chapters 8 and 9; the "
-                             "fast decoder computes the exact GELU only: expected --engine "
-                             "chapters");
-    }
-    return Engine::chapters;
+    const bool gpt2_gelu = model.config.gelu == wb::Gelu::tanh && !c.engine_given;
+    return gpt2_gelu ? Engine::chapters : c.train.engine;
 }
 
 int run(const Cli& c, const Parallel& p) {

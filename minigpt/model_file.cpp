@@ -257,15 +257,15 @@ void save_model(const std::string& path, const Model& model) {
     // variant as version 2, its switches after the sizes; GPT-2's GELU as version 3, the
     // switches and then the GELU byte (chapter 8's checkpoint does not hold it).
     const bool tanh = model.config.gelu == Gelu::tanh;
-    const bool variant = tanh || !model.variant.is_default();
-    const std::uint32_t version = tanh      ? kModelGeluVersion
-                                  : variant ? kModelVariantVersion
-                                            : kModelVersion;
+    const bool switches = tanh || !model.variant.is_default();  // versions 2 and 3 hold them
+    const std::uint32_t version = tanh       ? kModelGeluVersion
+                                  : switches ? kModelVariantVersion
+                                             : kModelVersion;
     std::string header(kModelMagic, kModelMagic + 8);
     for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(version >> (8 * i)));
     put_u64(header, vocabulary.size());
     put_u64(header, checkpoint.size());
-    if (variant) header += variant_bytes(model.variant);
+    if (switches) header += variant_bytes(model.variant);
     if (tanh) header += std::string{'\1', '\0', '\0', '\0'};
     Fnv1a hash;
     hash.add(header);

@@ -229,7 +229,11 @@ Gpt2Vocab gpt2_deserialize(const std::string& fn, const std::string& data) {
         throw ValueError(fn + ": " + std::to_string(data.size() - at) +
                          " bytes after the GPT-2 vocabulary's last merge");
     }
-    return gpt2_vocab(std::move(merges), std::move(tokens));  // refuses repeated entries
+    try {
+        return gpt2_vocab(std::move(merges), std::move(tokens));  // refuses repeated entries
+    } catch (const ValueError& e) {
+        throw ValueError(fn + ": " + e.what());
+    }
 }
 
 // Length of the valid UTF-8 sequence that starts at bytes[i] (the rules of
@@ -355,12 +359,7 @@ Tokenizer Tokenizer::deserialize(const std::string& data) {
     const std::string fn = "wb::minigpt::Tokenizer::deserialize";
     const std::string gpt2_header = kGpt2Header;
     if (data.compare(0, gpt2_header.size(), gpt2_header) == 0) {
-        try {
-            return from_gpt2(gpt2_deserialize(fn, data.substr(gpt2_header.size())));
-        } catch (const ValueError& e) {
-            const std::string what = e.what();
-            throw ValueError(what.rfind(fn, 0) == 0 ? what : fn + ": " + what);
-        }
+        return from_gpt2(gpt2_deserialize(fn, data.substr(gpt2_header.size())));
     }
     const std::string bpe_header = kBpeHeader;
     if (data.compare(0, bpe_header.size(), bpe_header) == 0) {
