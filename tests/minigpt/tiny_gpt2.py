@@ -6,6 +6,7 @@ safetensors file like Hugging Face's model.safetensors, then tools/convert-gpt2.
     tests/minigpt/tiny_gpt2.py OUT.model     (also writes OUT.model.safetensors)
 """
 
+import array
 import json
 import struct
 import subprocess
@@ -21,15 +22,23 @@ VOCAB = ROOT / "tests" / "goldens" / "8-training" / "gpt2_tiny_vocab"
 
 
 def write_safetensors(path, tensors):
-    """The safetensors layout: u64 header length, JSON header, the F32 data back to back."""
-    header, data = {}, b""
+    """The safetensors layout: u64 header length, JSON header, the F32 data back to back.
+    TENSORS: name -> (shape, values), values a list or an array('f'); written one by one, so a
+    GPT-2-sized file (tools/measure-gpt2) is never held twice."""
+    header, offset = {}, 0
     for name, (shape, values) in tensors.items():
-        blob = struct.pack(f"<{len(values)}f", *values)
+        size = 4 * len(values)
         header[name] = {"dtype": "F32", "shape": list(shape),
-                        "data_offsets": [len(data), len(data) + len(blob)]}
-        data += blob
+                        "data_offsets": [offset, offset + size]}
+        offset += size
     text = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for _, values in tensors.values():
+            blob = array.array("f", values)
+            if sys.byteorder == "big":
+                blob.byteswap()
+            f.write(blob.tobytes())
 
 
 def main():
